@@ -1,0 +1,91 @@
+//! Compiles the `hgemm-kernels` crate to PTX with rustc's nvptx64 backend, once per kernel family
+//! (sm_90a for Hopper, sm_100f for the Blackwell family: B200 is 10.0, GB300 10.3), and writes
+//! `$OUT_DIR/<target>.ptx` for `src/ptx.rs` to embed. No CUDA toolkit is involved.
+//!
+//! How (see TOOLCHAIN.md): `core` is built from rust-src (`-Zbuild-std=core`); the PTX is the
+//! `--emit=asm` of the kernels crate, one codegen unit; panics abort at once. Two edits are then
+//! made to the PTX text, both driven by the kernels' own `KernelSpec`s:
+//! - tensor-map parameters (128 bytes, which rustc can align to 16 only) get the 64-byte
+//!   alignment the driver requires for a `__grid_constant__` CUtensorMap;
+//! - each GEMM entry gets `.maxntid <threads>, 1, 1` and `.minnctapersm 1`, without which ptxas
+//!   assumes 1024-thread blocks and caps registers at 64 a thread.
+
+use hgemm_kernels::spec::Family;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::{env, fs};
+
+fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let kernels = manifest.parent().unwrap().join("kernels");
+    println!("cargo:rerun-if-changed={}", kernels.join("src").display());
+    println!("cargo:rerun-if-changed={}", kernels.join("Cargo.toml").display());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let hang_guard = env::var_os("CARGO_FEATURE_HANG_GUARD").is_some();
+
+    for family in [Family::Hopper, Family::Blackwell] {
+        let raw = compile(&kernels, &out, family, hang_guard);
+        let ptx = fix_up(&raw, family);
+        fs::write(out.join(format!("{}.ptx", family.ptx_target())), ptx).unwrap();
+    }
+}
+
+fn compile(kernels: &Path, out: &Path, family: Family, hang_guard: bool) -> String {
+    let target = family.ptx_target();
+    // tcgen05 needs PTX ISA 8.6+ and the family target sm_100f needs 8.8.
+    let isa = match family {
+        Family::Hopper => "+ptx80",
+        Family::Blackwell => "+ptx88",
+    };
+    let emitted = out.join(format!("{target}.raw.ptx"));
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("rustc")
+        .arg("--manifest-path")
+        .arg(kernels.join("Cargo.toml"))
+        .args(["--lib", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
+        .arg("--target-dir")
+        .arg(out.join("nvptx"))
+        .args(["--", "-C", &format!("target-cpu={target}"), "-C", &format!("target-feature={isa}")])
+        .args(["-C", "codegen-units=1", "--cfg", family.name()])
+        .arg(format!("--emit=asm={}", emitted.display()))
+        // Flags for `core` and the kernels alike; nothing of the outer build's must leak in.
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Zunstable-options\x1f-Cpanic=immediate-abort")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER");
+    if hang_guard {
+        cmd.args(["--cfg", "hang_guard"]);
+    }
+    let status = cmd.status().expect("failed to run cargo for the nvptx64 kernels build");
+    assert!(status.success(), "building the kernels crate for {target} failed (see the errors above)");
+    fs::read_to_string(&emitted).unwrap()
+}
+
+fn fix_up(ptx: &str, family: Family) -> String {
+    let specs: Vec<_> = hgemm_kernels::kernels().filter(|s| s.family == family).collect();
+    let mut out = String::with_capacity(ptx.len() + 4096);
+    let mut in_entry: Option<u32> = None;
+    let mut found = 0;
+    for line in ptx.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix(".visible .entry ").and_then(|r| r.strip_suffix('(')) {
+            in_entry = specs.iter().find(|s| s.name == name).map(|s| s.threads);
+            found += in_entry.is_some() as usize;
+        }
+        if t.starts_with(".param .align 16 .b8 ") && t.trim_end_matches(',').ends_with("[128]") {
+            out.push_str(&line.replacen(".align 16", ".align 64", 1));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+        if t == ")" {
+            if let Some(threads) = in_entry.take() {
+                out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
+            }
+        }
+    }
+    assert_eq!(found, specs.len(), "some {family:?} kernels named in their specs are missing from the PTX");
+    out
+}

@@ -1,0 +1,214 @@
+//! `hgemm bench`: TFLOP/s of cuBLAS and of each kernel, measured in one process, interleaved.
+
+use crate::{flag, open, selected, CliResult};
+use hgemm::testing::{self, Cublas};
+use hgemm::{Gemm, KernelSpec};
+use std::fmt::Write as _;
+
+/// The shapes of the Hopper performance target (M×N×K).
+pub const SWEEP: &[(usize, usize, usize)] = &[
+    (8192, 8192, 8192),
+    (4096, 4096, 4096),
+    (2048, 2048, 2048),
+    (16384, 16384, 16384),
+    (8192, 28672, 8192),
+    (8192, 8192, 28672),
+    (4096, 14336, 4096),
+    (8192, 1024, 8192),
+    (8000, 8000, 8000),
+    (6144, 6144, 6144),
+    (1024, 8192, 8192),
+    (128, 8192, 8192),
+];
+
+/// One row of the results.
+pub struct Row {
+    pub shape: (usize, usize, usize),
+    pub name: String,
+    pub ms: f64,
+    pub tflops: f64,
+    pub vs_cublas: f64,
+}
+
+enum Contender {
+    Cublas,
+    Kernel(&'static KernelSpec),
+    /// The public entry point, which picks the kernel itself.
+    Auto,
+}
+
+impl Contender {
+    fn name(&self) -> String {
+        match self {
+            Contender::Cublas => "cuBLAS".into(),
+            Contender::Kernel(k) => format!("{} v{}", k.family.name(), k.version),
+            Contender::Auto => "hgemm (auto)".into(),
+        }
+    }
+}
+
+fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
+    s.split(',')
+        .map(|t| {
+            let v: Vec<usize> = t.split('x').map(|d| d.parse().map_err(|_| format!("bad shape {t}"))).collect::<Result<_, _>>()?;
+            match v[..] {
+                [m, n, k] => Ok((m, n, k)),
+                _ => Err(format!("bad shape {t}: want MxNxK")),
+            }
+        })
+        .collect()
+}
+
+pub fn run(args: &[String]) -> CliResult {
+    let gemm = open()?;
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream)?;
+    let shapes = if args.iter().any(|a| a == "--sweep") {
+        SWEEP.to_vec()
+    } else {
+        flag(args, "--shapes").map(parse_shapes).transpose()?.unwrap_or_else(|| vec![(8192, 8192, 8192)])
+    };
+    let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
+    let mut contenders = vec![Contender::Cublas];
+    contenders.extend(selected(&gemm, args)?.into_iter().map(Contender::Kernel));
+    if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "auto")) {
+        contenders.push(Contender::Auto);
+    }
+
+    let d = gemm.device();
+    println!("bench on {} ({} SMs, {} MiB L2); median of {samples} samples, contenders interleaved", d.name, d.sms, d.l2_bytes >> 20);
+    let mut rows = Vec::new();
+    for &shape in &shapes {
+        rows.extend(bench_shape(&gemm, &blas, &stream, &contenders, shape, samples)?);
+    }
+    print_table(&rows);
+    if let Some(path) = flag(args, "--json") {
+        std::fs::write(path, to_json(&gemm, &rows))?;
+    }
+    if let Some(path) = flag(args, "--csv") {
+        std::fs::write(path, to_csv(&rows))?;
+    }
+    if let Some(path) = flag(args, "--svg") {
+        let first: Vec<&Row> = rows.iter().filter(|r| r.shape == shapes[0]).collect();
+        std::fs::write(path, crate::chart::bars(&first, &d.name))?;
+    }
+    Ok(true)
+}
+
+fn bench_shape(
+    gemm: &Gemm,
+    blas: &Cublas,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    contenders: &[Contender],
+    (m, n, k): (usize, usize, usize),
+    samples: usize,
+) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+    // Enough input sets that one pass over them is three times L2, so no call finds its
+    // operands cached by the one before.
+    let set_bytes = 2 * (m * k + n * k + m * n);
+    let sets = (3 * gemm.device().l2_bytes as usize).div_ceil(set_bytes).clamp(2, 32);
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    let mut c = Vec::new();
+    for s in 0..sets as u64 {
+        a.push(testing::random(gemm, stream, m * k, 2 * s + 1, 1.0)?);
+        b.push(testing::random(gemm, stream, n * k, 2 * s + 2, 1.0 / (k as f32).sqrt())?);
+        c.push(testing::random(gemm, stream, m * n, 0, 1.0)?);
+    }
+    // About 5 ms of work per sample (at 600 TFLOP/s), at least one call.
+    let calls = ((5e-3 * 600e12) / (2.0 * m as f64 * n as f64 * k as f64)).ceil().clamp(1.0, 500.0) as usize;
+    let mut times = vec![Vec::new(); contenders.len()];
+    for (i, ct) in contenders.iter().enumerate() {
+        // Warm-up, and a first check that each contender runs on this shape at all.
+        let one = run_one(gemm, blas, stream, ct, &a, &b, &mut c, 0, (m, n, k));
+        one.map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
+        times[i] = Vec::with_capacity(samples);
+    }
+    for _ in 0..samples {
+        for (i, ct) in contenders.iter().enumerate() {
+            let t = testing::time_median(stream, 1, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, j, (m, n, k)))?;
+            times[i].push(t[0]);
+        }
+    }
+    let base = testing::median(&times[0]);
+    Ok(contenders
+        .iter()
+        .zip(&times)
+        .map(|(ct, t)| {
+            let ms = testing::median(t);
+            Row { shape: (m, n, k), name: ct.name(), ms, tflops: testing::tflops(m, n, k, ms), vs_cublas: base / ms }
+        })
+        .collect())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    gemm: &Gemm,
+    blas: &Cublas,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    ct: &Contender,
+    a: &[cudarc::driver::CudaSlice<half::bf16>],
+    b: &[cudarc::driver::CudaSlice<half::bf16>],
+    c: &mut [cudarc::driver::CudaSlice<half::bf16>],
+    j: usize,
+    (m, n, k): (usize, usize, usize),
+) -> hgemm::Result<()> {
+    let s = j % a.len();
+    match ct {
+        Contender::Cublas => blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
+        Contender::Kernel(spec) => gemm.matmul_with(spec, stream, &a[s], &b[s], &mut c[s], m, n, k),
+        Contender::Auto => gemm.matmul(stream, &a[s], &b[s], &mut c[s], m, n, k),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    let mut last = None;
+    for r in rows {
+        if last != Some(r.shape) {
+            println!("\n{}x{}x{}", r.shape.0, r.shape.1, r.shape.2);
+            println!("  {:<16} {:>9} {:>10} {:>9}", "implementation", "TFLOP/s", "ms", "vs cuBLAS");
+            last = Some(r.shape);
+        }
+        println!("  {:<16} {:>9.1} {:>10.4} {:>9.3}", r.name, r.tflops, r.ms, r.vs_cublas);
+    }
+    // Over several shapes: each contender's geometric-mean ratio and its worst shape.
+    let shapes: std::collections::BTreeSet<_> = rows.iter().map(|r| r.shape).collect();
+    if shapes.len() > 1 {
+        println!("\nover {} shapes", shapes.len());
+        let names: Vec<&str> = rows.iter().filter(|r| r.shape == rows[0].shape).map(|r| r.name.as_str()).collect();
+        for name in names.iter().skip(1) {
+            let ratios: Vec<f64> = rows.iter().filter(|r| r.name == *name).map(|r| r.vs_cublas).collect();
+            let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+            let worst = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
+            println!("  {name:<16} geomean vs cuBLAS {geo:.3}  worst {worst:.3}");
+        }
+    }
+}
+
+fn to_json(gemm: &Gemm, rows: &[Row]) -> String {
+    let mut s = format!("{{\"device\": \"{}\", \"results\": [\n", gemm.device().name);
+    for (i, r) in rows.iter().enumerate() {
+        let _ = write!(
+            s,
+            "  {{\"m\": {}, \"n\": {}, \"k\": {}, \"implementation\": \"{}\", \"ms\": {:.6}, \"tflops\": {:.2}, \"vs_cublas\": {:.4}}}{}\n",
+            r.shape.0,
+            r.shape.1,
+            r.shape.2,
+            r.name,
+            r.ms,
+            r.tflops,
+            r.vs_cublas,
+            if i + 1 < rows.len() { "," } else { "" }
+        );
+    }
+    s.push_str("]}\n");
+    s
+}
+
+fn to_csv(rows: &[Row]) -> String {
+    let mut s = String::from("m,n,k,implementation,ms,tflops,vs_cublas\n");
+    for r in rows {
+        let _ = writeln!(s, "{},{},{},{},{:.6},{:.2},{:.4}", r.shape.0, r.shape.1, r.shape.2, r.name, r.ms, r.tflops, r.vs_cublas);
+    }
+    s
+}

@@ -1,0 +1,122 @@
+//! `hgemm`: inspect the device, verify the kernels, benchmark them against cuBLAS, dump the PTX.
+//!
+//! ```text
+//! hgemm info
+//! hgemm verify [--kernels v0,v3,...] [--seed N]
+//! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...|auto] [--samples N]
+//!              [--json FILE] [--csv FILE] [--svg FILE]
+//! hgemm ptx --out DIR
+//! ```
+mod bench;
+mod chart;
+
+use hgemm::testing::{self, Cublas};
+use hgemm::{Error, Gemm, KernelSpec};
+
+pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: hgemm <info | verify | bench | ptx --out DIR> [options]
+  verify [--kernels v0,v3,...] [--seed N]
+  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto] [--samples N] [--json F] [--csv F] [--svg F]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("info") => info(),
+        Some("verify") => verify(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
+        Some("ptx") => ptx(&args[1..]),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("hgemm: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--name value` from the arguments.
+pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+/// Open the handle on device 0, or say in one sentence why not.
+pub(crate) fn open() -> Result<Gemm, Error> {
+    Gemm::new(hgemm::device::context(0)?)
+}
+
+/// The kernels named by `--kernels v0,v3` (all of the family's when absent).
+pub(crate) fn selected(gemm: &Gemm, args: &[String]) -> Result<Vec<&'static KernelSpec>, Error> {
+    match flag(args, "--kernels") {
+        None => Ok(gemm.kernels().collect()),
+        Some(list) => list
+            .split(',')
+            .filter(|s| *s != "auto")
+            .map(|v| {
+                let n = v.trim_start_matches('v').parse::<u32>().map_err(|_| Error::UnknownKernel(v.to_string()))?;
+                gemm.kernel(n)
+            })
+            .collect(),
+    }
+}
+
+fn info() -> CliResult {
+    let gemm = open()?;
+    let d = gemm.device();
+    println!("device   : {}", d.name);
+    println!("compute  : {}.{} ({} family, PTX target {})", d.major, d.minor, gemm.family().name(), gemm.family().ptx_target());
+    println!("SMs      : {}", d.sms);
+    println!("L2       : {} MiB", d.l2_bytes >> 20);
+    println!("smem/CTA : {} KiB opt-in", d.smem_optin >> 10);
+    println!("kernels  :");
+    for k in gemm.kernels() {
+        println!(
+            "  {:<14} v{}  {:>3}x{:<3} tile  {:>3} threads  cluster {}  {:>6} B smem  {:?}  {}",
+            k.name, k.version, k.tile_m, k.tile_n, k.threads, k.cluster, k.smem_bytes, k.grid, k.adds
+        );
+    }
+    println!("default  : {}", gemm.default_kernel().name);
+    Ok(true)
+}
+
+fn verify(args: &[String]) -> CliResult {
+    let gemm = open()?;
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream)?;
+    let seed: u64 = flag(args, "--seed").map(|s| s.parse().unwrap_or(1)).unwrap_or_else(|| std::process::id() as u64);
+    println!("verify on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
+    let (mut passed, mut failed) = (0, 0);
+    for kernel in selected(&gemm, args)? {
+        for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed)? {
+            println!("{line}");
+            if ok {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+fn ptx(args: &[String]) -> CliResult {
+    let Some(dir) = flag(args, "--out") else {
+        eprintln!("{USAGE}");
+        return Ok(false);
+    };
+    std::fs::create_dir_all(dir)?;
+    for (family, text) in hgemm::ptx::all() {
+        let path = std::path::Path::new(dir).join(format!("{}.ptx", family.ptx_target()));
+        std::fs::write(&path, text)?;
+        println!("{}", path.display());
+    }
+    Ok(true)
+}

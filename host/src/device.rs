@@ -1,0 +1,58 @@
+//! What hgemm needs to know about a device.
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::CudaContext;
+use hgemm_kernels::spec::Family;
+
+/// The properties kernel choice and launch shapes depend on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// Dynamic shared memory a block may opt in to, bytes.
+    pub smem_optin: u32,
+    /// L2 cache, bytes.
+    pub l2_bytes: u32,
+}
+
+impl DeviceInfo {
+    pub fn query(ctx: &CudaContext) -> Result<DeviceInfo> {
+        let attr = |a| ctx.attribute(a).map(|v| v as u32).map_err(|e| Error::driver("cuDeviceGetAttribute", e));
+        Ok(DeviceInfo {
+            name: ctx.name().map_err(|e| Error::driver("cuDeviceGetName", e))?,
+            major: attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            minor: attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            sms: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            smem_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+        })
+    }
+
+    /// The kernel family this device runs, or the typed error saying it has none.
+    pub fn family(&self) -> Result<Family> {
+        Family::for_compute_capability(self.major, self.minor).ok_or_else(|| Error::UnsupportedDevice {
+            name: self.name.clone(),
+            major: self.major,
+            minor: self.minor,
+        })
+    }
+}
+
+/// Whether a CUDA driver can be loaded here. cudarc panics instead of failing when it cannot,
+/// so every entry point asks this first.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen libcuda.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Context on device `ordinal`, or [`Error::NoDriver`] where there is no driver.
+pub fn context(ordinal: usize) -> Result<std::sync::Arc<CudaContext>> {
+    if !driver_present() {
+        return Err(Error::NoDriver);
+    }
+    CudaContext::new(ordinal).map_err(|e| Error::driver("cuCtxCreate", e))
+}

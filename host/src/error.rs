@@ -1,0 +1,73 @@
+//! The one error type of the crate.
+
+use std::fmt;
+
+/// Everything that can go wrong, found before anything reaches the GPU wherever it can be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// No CUDA driver library (libcuda) could be loaded on this machine.
+    NoDriver,
+    /// A CUDA driver call failed.
+    Driver { call: &'static str, code: String },
+    /// cuBLAS failed (only the reference and benchmark paths use it).
+    Cublas(String),
+    /// The device has no kernel family here (hgemm has kernels for compute capability 9.0 and 10.x).
+    UnsupportedDevice { name: String, major: u32, minor: u32 },
+    /// A dimension or stride the kernels cannot take, with the reason.
+    InvalidShape(String),
+    /// A buffer shorter than the matrix it is said to hold.
+    BufferTooSmall { operand: &'static str, needed: usize, len: usize },
+    /// A leading dimension smaller than the row it must span.
+    LeadingDimension { operand: &'static str, ld: usize, min: usize },
+    /// A device address not aligned as TMA requires.
+    Misaligned { operand: &'static str, address: u64, align: u64 },
+    /// The kernel needs more shared memory per block than the device grants.
+    SharedMemory { kernel: &'static str, needed: u32, available: u32 },
+    /// No kernel of that name (or version) exists for this device's family.
+    UnknownKernel(String),
+    /// The pinned kernel cannot compute this call (layout, alpha/beta, batch…), with the reason.
+    Unsupported { kernel: &'static str, reason: String },
+    /// A barrier wait timed out in a kernel built with the `hang-guard` feature.
+    Hang { kernel: &'static str, report: String },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoDriver => write!(f, "no CUDA driver found (libcuda could not be loaded): this machine has no usable NVIDIA GPU"),
+            Error::Driver { call, code } => write!(f, "CUDA driver call {call} failed: {code}"),
+            Error::Cublas(e) => write!(f, "cuBLAS failed: {e}"),
+            Error::UnsupportedDevice { name, major, minor } => write!(
+                f,
+                "{name} (compute capability {major}.{minor}) is not supported: hgemm has kernels for 9.0 (H100, H200) and 10.x (B200, GB300)"
+            ),
+            Error::InvalidShape(why) => write!(f, "invalid shape: {why}"),
+            Error::BufferTooSmall { operand, needed, len } => {
+                write!(f, "{operand} holds {len} elements but the shape needs {needed}")
+            }
+            Error::LeadingDimension { operand, ld, min } => {
+                write!(f, "leading dimension of {operand} is {ld}, smaller than the {min} elements of a row")
+            }
+            Error::Misaligned { operand, address, align } => {
+                write!(f, "{operand} at {address:#x} is not {align}-byte aligned")
+            }
+            Error::SharedMemory { kernel, needed, available } => write!(
+                f,
+                "{kernel} needs {needed} bytes of shared memory per block, the device grants {available}"
+            ),
+            Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
+            Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
+            Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    pub(crate) fn driver(call: &'static str, e: cudarc::driver::DriverError) -> Error {
+        Error::Driver { call, code: format!("{e:?}") }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

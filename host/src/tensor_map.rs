@@ -1,0 +1,140 @@
+//! TMA tensor maps (`cuTensorMapEncodeTiled`). The parameters are computed and checked by plain
+//! Rust first ([`TensorMapParams`]), so every rule TMA imposes becomes a typed error before the
+//! driver is called, and the host tests can check the parameters without a GPU.
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use hgemm_kernels::spec::{Swizzle, TmaBox};
+
+/// One `cuTensorMapEncodeTiled` call for a bf16 matrix (or strided batch of matrices).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorMapParams {
+    pub address: u64,
+    /// 2 for one matrix, 3 for a strided batch.
+    pub rank: u32,
+    /// Extent of each dimension in elements, contiguous dimension first.
+    pub dims: [u64; 3],
+    /// Byte stride of dimensions 1 and 2 (dimension 0 is contiguous).
+    pub strides: [u64; 2],
+    pub box_dims: [u32; 3],
+    pub swizzle: Swizzle,
+}
+
+impl TensorMapParams {
+    /// A `rows × cols` matrix whose rows are `ld` elements apart (`cols` contiguous), `batch` of
+    /// them `batch_stride` elements apart, read or written in `tile` boxes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn matrix(
+        operand: &'static str,
+        address: u64,
+        rows: u64,
+        cols: u64,
+        ld: u64,
+        batch: u64,
+        batch_stride: u64,
+        tile: TmaBox,
+    ) -> Result<TensorMapParams> {
+        if address % 16 != 0 {
+            return Err(Error::Misaligned { operand, address, align: 16 });
+        }
+        if ld < cols {
+            return Err(Error::LeadingDimension { operand, ld: ld as usize, min: cols as usize });
+        }
+        if (ld * 2) % 16 != 0 {
+            return Err(Error::InvalidShape(format!(
+                "the rows of {operand} are {ld} elements apart; TMA needs a multiple of 8 (16 bytes)"
+            )));
+        }
+        if batch > 1 && (batch_stride * 2) % 16 != 0 {
+            return Err(Error::InvalidShape(format!(
+                "the batch stride of {operand} is {batch_stride} elements; TMA needs a multiple of 8 (16 bytes)"
+            )));
+        }
+        if ld * 2 >= 1 << 40 || batch_stride * 2 >= 1 << 40 {
+            return Err(Error::InvalidShape(format!("{operand} has a stride of 2^40 bytes or more, beyond TMA")));
+        }
+        if rows > u32::MAX as u64 || cols > u32::MAX as u64 || batch > u32::MAX as u64 {
+            return Err(Error::InvalidShape(format!("{operand} has a dimension of 2^32 or more, beyond TMA")));
+        }
+        debug_assert!(tile.inner <= 256 && tile.outer <= 256 && (tile.inner * 2) % 16 == 0);
+        debug_assert!(tile.swizzle != Swizzle::B128 || tile.inner * 2 <= 128);
+        Ok(TensorMapParams {
+            address,
+            rank: if batch > 1 { 3 } else { 2 },
+            dims: [cols, rows, batch.max(1)],
+            strides: [ld * 2, batch_stride * 2],
+            box_dims: [tile.inner, tile.outer, 1],
+            swizzle: tile.swizzle,
+        })
+    }
+
+    /// Encode with the driver.
+    pub fn encode(&self) -> Result<sys::CUtensorMap> {
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        let element_strides = [1u32; 3];
+        let swizzle = match self.swizzle {
+            Swizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            Swizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        };
+        // SAFETY: every array holds at least `rank` entries; the driver only reads them.
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                self.rank,
+                self.address as *mut std::ffi::c_void,
+                self.dims.as_ptr(),
+                self.strides.as_ptr(),
+                self.box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => Ok(map),
+            e => Err(Error::Driver { call: "cuTensorMapEncodeTiled", code: format!("{e:?} for {self:?}") }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A_BOX: TmaBox = TmaBox::new(64, 128, Swizzle::B128);
+
+    #[test]
+    fn row_major_matrix() {
+        let p = TensorMapParams::matrix("A", 0x1000, 8192, 4096, 4096, 1, 0, A_BOX).unwrap();
+        assert_eq!(p.rank, 2);
+        assert_eq!(p.dims, [4096, 8192, 1]);
+        assert_eq!(p.strides[0], 8192);
+        assert_eq!(p.box_dims, [64, 128, 1]);
+    }
+
+    #[test]
+    fn sub_matrix_and_batch() {
+        let p = TensorMapParams::matrix("B", 0x1000, 100, 72, 136, 4, 136 * 100 + 8, A_BOX).unwrap();
+        assert_eq!(p.rank, 3);
+        assert_eq!(p.dims, [72, 100, 4]);
+        assert_eq!(p.strides, [272, 2 * (136 * 100 + 8)]);
+    }
+
+    #[test]
+    fn rejects_what_tma_cannot_describe() {
+        assert!(matches!(
+            TensorMapParams::matrix("A", 0x1008, 64, 64, 64, 1, 0, A_BOX),
+            Err(Error::Misaligned { operand: "A", address: 0x1008, align: 16 })
+        ));
+        assert!(matches!(TensorMapParams::matrix("A", 0x1000, 64, 100, 100, 1, 0, A_BOX), Err(Error::InvalidShape(_))));
+        assert!(matches!(
+            TensorMapParams::matrix("C", 0x1000, 64, 64, 32, 1, 0, A_BOX),
+            Err(Error::LeadingDimension { operand: "C", ld: 32, min: 64 })
+        ));
+        assert!(matches!(TensorMapParams::matrix("A", 0x1000, 64, 64, 64, 2, 4100, A_BOX), Err(Error::InvalidShape(_))));
+        assert!(matches!(TensorMapParams::matrix("A", 0x1000, 1 << 33, 64, 64, 1, 0, A_BOX), Err(Error::InvalidShape(_))));
+    }
+}

@@ -1,0 +1,337 @@
+//! Checking and timing, shared by the `hgemm` CLI, the GPU tests and the benchmarks.
+//!
+//! The rules they all follow: fresh random inputs for every case (B scaled by K^-1/2 so C stays
+//! of order one for any K); outputs poisoned with NaN before each run, and a guard band after
+//! C that must come back untouched; results compared by relative Frobenius error against cuBLAS
+//! and, on small shapes, against an f64 CPU reference; times are medians of CUDA-event samples of
+//! back-to-back calls over input sets rotated beyond L2.
+
+use crate::error::{Error, Result};
+use crate::gemm::Gemm;
+use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm as _, GemmConfig};
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+use hgemm_kernels::spec::KernelSpec;
+use std::sync::Arc;
+
+/// bf16 output against an f32-accumulating reference: both round to bf16 at the end, so the
+/// expected relative error is about 2^-9; a wrong tile or K slice shows up as 0.1 or more.
+pub const TOLERANCE: f64 = 1e-2;
+
+/// NaN, written over C before every checked run: an element the kernel fails to write stays NaN.
+pub const POISON: u16 = 0xffff;
+/// Written after C: the kernel must never touch it.
+pub const GUARD: u16 = 0x1234;
+/// Elements of guard band after every checked C.
+pub const GUARD_LEN: usize = 4096;
+
+fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| Error::driver(call, e)
+}
+
+/// A device buffer of `len` random bf16, uniform in [-scale, scale), from stream `seed`.
+pub fn random(gemm: &Gemm, stream: &Arc<CudaStream>, len: usize, seed: u64, scale: f32) -> Result<CudaSlice<bf16>> {
+    // SAFETY: filled right away, before anything reads it.
+    let mut buf = unsafe { stream.alloc::<bf16>(len.max(1)) }.map_err(drv("cuMemAlloc"))?;
+    {
+        let (p, _g) = buf.device_ptr_mut(stream);
+        gemm.fill_random_raw(stream, p, len, seed, scale)?;
+    }
+    Ok(buf)
+}
+
+/// Set every element of `buf` to `bits`.
+pub fn fill(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut CudaSlice<bf16>, bits: u16) -> Result<()> {
+    let len = buf.len();
+    let (p, _g) = buf.device_ptr_mut(stream);
+    gemm.fill_raw(stream, p, len, bits)
+}
+
+/// cuBLAS as the reference and the baseline, computing the same C = A·Bᵀ (row-major).
+pub struct Cublas {
+    blas: CudaBlas,
+}
+
+impl Cublas {
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
+        Ok(Cublas { blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))? })
+    }
+
+    /// C (M×N, row-major) = A (M×K) · B (N×K)ᵀ. In cuBLAS's column-major terms that is
+    /// Cᵀ (N×M) = op(B)·op(A) with B transposed: `gemm(T, N, n, m, k, B, A, C)`.
+    pub fn matmul<A, B, C>(&self, a: &A, b: &B, c: &mut C, m: usize, n: usize, k: usize) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        let cfg = GemmConfig {
+            transa: blas_sys::cublasOperation_t::CUBLAS_OP_T,
+            transb: blas_sys::cublasOperation_t::CUBLAS_OP_N,
+            m: n as i32,
+            n: m as i32,
+            k: k as i32,
+            alpha: bf16::ONE,
+            lda: k as i32,
+            ldb: k as i32,
+            beta: bf16::ZERO,
+            ldc: n as i32,
+        };
+        // SAFETY: the buffers hold M×K, N×K and M×N elements (callers allocate them so).
+        unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(|e| Error::Cublas(format!("{e:?}")))
+    }
+}
+
+/// C = A·Bᵀ in f64 on the CPU.
+pub fn cpu_reference(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<f64> {
+    let a: Vec<f64> = a[..m * k].iter().map(|x| x.to_f64()).collect();
+    let b: Vec<f64> = b[..n * k].iter().map(|x| x.to_f64()).collect();
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = a[i * k..(i + 1) * k].iter().zip(&b[j * k..(j + 1) * k]).map(|(x, y)| x * y).sum();
+        }
+    }
+    c
+}
+
+/// How far an output is from a reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Comparison {
+    /// ‖out − ref‖ / ‖ref‖ over the finite elements.
+    pub rel_error: f64,
+    /// Elements that are NaN or infinite (unwritten ones stay NaN from the poison).
+    pub non_finite: usize,
+}
+
+impl Comparison {
+    pub fn passed(&self) -> bool {
+        self.non_finite == 0 && self.rel_error <= TOLERANCE
+    }
+}
+
+pub fn compare(out: &[bf16], reference: impl IntoIterator<Item = f64>) -> Comparison {
+    let (mut diff, mut norm, mut non_finite) = (0.0f64, 0.0f64, 0usize);
+    for (o, r) in out.iter().zip(reference) {
+        let o = o.to_f64();
+        if !o.is_finite() {
+            non_finite += 1;
+            continue;
+        }
+        diff += (o - r) * (o - r);
+        norm += r * r;
+    }
+    Comparison { rel_error: if norm > 0.0 { (diff / norm).sqrt() } else { diff.sqrt() }, non_finite }
+}
+
+/// The outcome of one checked case.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub kernel: &'static str,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub vs_cublas: Comparison,
+    pub vs_cpu: Option<Comparison>,
+    /// Guard elements after C that were overwritten.
+    pub guard_damage: usize,
+}
+
+impl Case {
+    pub fn passed(&self) -> bool {
+        self.vs_cublas.passed() && self.vs_cpu.is_none_or(|c| c.passed()) && self.guard_damage == 0
+    }
+}
+
+/// Shapes up to this many multiply-adds are also checked against the CPU reference.
+pub const CPU_CHECK_MAX_MACS: usize = 1 << 27;
+
+/// Run `kernel` once on fresh random inputs and check it against cuBLAS (and the CPU on small
+/// shapes). `seed` picks the inputs.
+pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Case> {
+    let a = random(gemm, stream, m * k, seed, 1.0)?;
+    let b = random(gemm, stream, n * k, seed ^ 0x5eed, 1.0 / (k.max(1) as f32).sqrt())?;
+    let mut c = unsafe { stream.alloc::<bf16>(m * n + GUARD_LEN) }.map_err(drv("cuMemAlloc"))?;
+    fill(gemm, stream, &mut c, GUARD)?;
+    {
+        let mut body = c.slice_mut(..m * n);
+        let (p, _g) = body.device_ptr_mut(stream);
+        gemm.fill_raw(stream, p, m * n, POISON)?;
+    }
+    gemm.matmul_with(kernel, stream, &a, &b, &mut c.slice_mut(..m * n), m, n, k)?;
+    let out = stream.clone_dtoh(&c).map_err(drv("cuMemcpyDtoH"))?;
+
+    let mut reference = unsafe { stream.alloc::<bf16>(m * n) }.map_err(drv("cuMemAlloc"))?;
+    blas.matmul(&a, &b, &mut reference, m, n, k)?;
+    let reference = stream.clone_dtoh(&reference).map_err(drv("cuMemcpyDtoH"))?;
+
+    let vs_cublas = compare(&out[..m * n], reference.iter().map(|x| x.to_f64()));
+    let vs_cpu = if m * n * k <= CPU_CHECK_MAX_MACS {
+        let ha = stream.clone_dtoh(&a).map_err(drv("cuMemcpyDtoH"))?;
+        let hb = stream.clone_dtoh(&b).map_err(drv("cuMemcpyDtoH"))?;
+        Some(compare(&out[..m * n], cpu_reference(&ha, &hb, m, n, k)))
+    } else {
+        None
+    };
+    let guard_damage = out[m * n..].iter().filter(|x| x.to_bits() != GUARD).count();
+    Ok(Case { kernel: kernel.name, m, n, k, vs_cublas, vs_cpu, guard_damage })
+}
+
+/// A call that must be refused with a typed error, leaving C as it was.
+#[derive(Clone, Debug)]
+pub struct Rejection {
+    pub what: String,
+    pub passed: bool,
+}
+
+/// Calls `kernel` cannot take: each must return the expected [`Error`] and write nothing.
+pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSpec) -> Result<Vec<Rejection>> {
+    let (m, n, k) = (256, 256, 128);
+    let a = random(gemm, stream, m * k + 8, 1, 1.0)?;
+    let b = random(gemm, stream, n * k, 2, 1.0)?;
+    let mut c = unsafe { stream.alloc::<bf16>(m * n) }.map_err(drv("cuMemAlloc"))?;
+    let mut out = Vec::new();
+    let mut expect = |what: &str, c: &mut CudaSlice<bf16>, call: &dyn Fn(&mut CudaSlice<bf16>) -> Result<()>, ok: &dyn Fn(&Error) -> bool| -> Result<()> {
+        fill(gemm, stream, c, GUARD)?;
+        let r = call(c);
+        let untouched = stream.clone_dtoh(c).map_err(drv("cuMemcpyDtoH"))?.iter().all(|x| x.to_bits() == GUARD);
+        let passed = matches!(&r, Err(e) if ok(e)) && untouched;
+        out.push(Rejection { what: format!("{what}: {}", r.err().map(|e| e.to_string()).unwrap_or_else(|| "accepted".into())), passed });
+        Ok(())
+    };
+    expect("K not a multiple of 8", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, c, m, n, 100), &|e| matches!(e, Error::InvalidShape(_)))?;
+    expect("C too short", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, &mut c.slice_mut(..m * n - 1), m, n, k), &|e| {
+        matches!(e, Error::BufferTooSmall { operand: "C", .. })
+    })?;
+    expect("A misaligned", &mut c, &|c| gemm.matmul_with(kernel, stream, &a.slice(1..), &b, c, m, n, k), &|e| {
+        matches!(e, Error::Misaligned { operand: "A", .. })
+    })?;
+    if kernel.c_box.is_some() {
+        expect("N odd (TMA store)", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, c, m, n - 1, k), &|e| {
+            matches!(e, Error::Unsupported { .. })
+        })?;
+    }
+    Ok(out)
+}
+
+/// Shapes every kernel is verified on: exact tiles, partial tiles in M, N and K, tiny and large.
+pub const VERIFY_SHAPES: &[(usize, usize, usize)] = &[
+    (128, 256, 64),
+    (1, 8, 8),
+    (129, 264, 72),
+    (200, 304, 136),
+    (1000, 1000, 1000),
+    (2048, 2048, 2048),
+    (4160, 4104, 520),
+    (8192, 8192, 8192),
+];
+
+/// Odd N: rows of C start at odd elements. Direct-store epilogues must handle it; TMA-store ones
+/// must refuse it ([`check_rejections`]).
+pub const ODD_N_SHAPE: (usize, usize, usize) = (67, 301, 40);
+
+/// Everything `hgemm verify` and the GPU tests check for one kernel, one printable line per
+/// case and whether it passed. `seed` makes the inputs.
+pub fn verify_kernel(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, seed: u64) -> Result<Vec<(String, bool)>> {
+    let mut lines = Vec::new();
+    let odd = kernel.c_box.is_none().then_some(ODD_N_SHAPE);
+    for (i, &shape) in VERIFY_SHAPES.iter().chain(odd.iter()).enumerate() {
+        let case = check(gemm, blas, stream, kernel, shape, seed.wrapping_add(i as u64 * 7919))?;
+        let cpu = case.vs_cpu.map(|c| format!("{:.2e}", c.rel_error)).unwrap_or_else(|| "-".into());
+        lines.push((
+            format!(
+                "{:<14} {:>5}x{:<5}x{:<5} vs cuBLAS {:.2e}  vs CPU {:>8}  unwritten {:<3} guard {:<3} {}",
+                kernel.name,
+                shape.0,
+                shape.1,
+                shape.2,
+                case.vs_cublas.rel_error,
+                cpu,
+                case.vs_cublas.non_finite,
+                case.guard_damage,
+                if case.passed() { "ok" } else { "FAIL" }
+            ),
+            case.passed(),
+        ));
+    }
+    for r in check_rejections(gemm, stream, kernel)? {
+        lines.push((format!("{:<14} {:<40} {}", kernel.name, r.what, if r.passed { "ok" } else { "FAIL" }), r.passed));
+    }
+    Ok(lines)
+}
+
+/// Milliseconds per call: `samples` CUDA-event samples of `calls` back-to-back calls each, after
+/// `warmup` calls, and their median. `run(i)` makes call number `i` (use it to rotate inputs).
+pub fn time_median(stream: &Arc<CudaStream>, warmup: usize, samples: usize, calls: usize, mut run: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+    let ctx = stream.context();
+    let start = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("cuEventCreate"))?;
+    let stop = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("cuEventCreate"))?;
+    let mut i = 0;
+    for _ in 0..warmup {
+        run(i)?;
+        i += 1;
+    }
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        start.record(stream).map_err(drv("cuEventRecord"))?;
+        for _ in 0..calls {
+            run(i)?;
+            i += 1;
+        }
+        stop.record(stream).map_err(drv("cuEventRecord"))?;
+        stop.synchronize().map_err(drv("cuEventSynchronize"))?;
+        times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / calls as f64);
+    }
+    Ok(times)
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_reference_is_a_times_b_transposed() {
+        let a: Vec<bf16> = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
+        let b: Vec<bf16> = [1.0, 0.0, -1.0, 2.0, 1.0, 0.5].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
+        assert_eq!(cpu_reference(&a, &b, 2, 2, 3), vec![-2.0, 5.5, -2.0, 16.0]);
+    }
+
+    #[test]
+    fn compare_counts_poison_and_measures_error() {
+        let r = [1.0, 2.0, 3.0, 4.0];
+        let exact: Vec<bf16> = r.iter().map(|&x| bf16::from_f64(x)).collect();
+        assert_eq!(compare(&exact, r), Comparison { rel_error: 0.0, non_finite: 0 });
+        let mut bad = exact.clone();
+        bad[2] = bf16::from_bits(POISON);
+        let c = compare(&bad, r);
+        assert_eq!(c.non_finite, 1);
+        assert!(!c.passed());
+        let mut off = exact;
+        off[3] = bf16::from_f64(5.0);
+        assert!((compare(&off, r).rel_error - (1.0f64 / 30.0).sqrt()).abs() < 1e-12);
+        assert!(!compare(&off, r).passed());
+    }
+
+    #[test]
+    fn median_of_even_and_odd() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

@@ -1,0 +1,169 @@
+//! The embedded PTX, assembled by NVIDIA's ptxas for every target of its family and read back as
+//! SASS. Needs no GPU; `scripts/test.sh` installs ptxas and cuobjdump from PyPI.
+//!
+//! Checked for every GEMM kernel and target: it assembles, without a warning (so `setmaxnreg`
+//! is honoured, C7508, and no `wgmma` is serialized), with no stack frame and no spills; its SASS
+//! holds the tensor-core and TMA instructions it is meant to (HGMMA on Hopper, UTC*MMA on
+//! Blackwell). The resulting table — registers, shared memory, instruction counts — must equal
+//! `docs/resources.md`: any change in a kernel's resources shows up as a failing test until the
+//! table is regenerated (`HGEMM_BLESS=1`) and the difference reviewed.
+
+use hgemm::ptx;
+use hgemm_kernels::spec::{Family, KernelSpec};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn cuda_tool(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("HGEMM_CUDA_BIN") {
+        let p = Path::new(&dir).join(name);
+        assert!(p.exists(), "{} not found (HGEMM_CUDA_BIN={})", name, p.display());
+        return p;
+    }
+    let found = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.exists()));
+    found.unwrap_or_else(|| panic!("{name} not found: run the tests with scripts/test.sh, which installs it from PyPI"))
+}
+
+/// ptxas's report for one entry.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Resources {
+    registers: u32,
+    stack: u32,
+    spill_stores: u32,
+    spill_loads: u32,
+}
+
+/// Instruction classes counted in one function's SASS.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Sass {
+    mma: u32,
+    tma_load: u32,
+    tma_store: u32,
+    mbarrier: u32,
+    bar: u32,
+}
+
+struct Assembled {
+    resources: BTreeMap<String, Resources>,
+    sass: BTreeMap<String, Sass>,
+    warnings: Vec<String>,
+}
+
+fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
+    let dir = std::env::temp_dir().join(format!("hgemm-ptxas-{}-{arch}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (src, cubin) = (dir.join(format!("{}.ptx", family.ptx_target())), dir.join(format!("{arch}.cubin")));
+    std::fs::write(&src, text).unwrap();
+    let out = Command::new(cuda_tool("ptxas")).args(["-v", "-arch", arch, "-o"]).arg(&cubin).arg(&src).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ptxas -arch {arch} failed:\n{log}");
+
+    let mut resources = BTreeMap::new();
+    let mut current = String::new();
+    let mut warnings = Vec::new();
+    for line in log.lines() {
+        if line.contains("warning") {
+            warnings.push(line.to_string());
+        }
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            current = rest.trim().to_string();
+            resources.entry(current.clone()).or_insert_with(Resources::default);
+        } else if line.contains("bytes stack frame") {
+            let n: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|t| t.parse().ok()).collect();
+            let r = resources.get_mut(&current).unwrap();
+            (r.stack, r.spill_stores, r.spill_loads) = (n[0], n[1], n[2]);
+        } else if let Some(rest) = line.split("Used ").nth(1) {
+            if let Some(r) = resources.get_mut(&current) {
+                r.registers = rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        }
+    }
+
+    let dump = Command::new(cuda_tool("cuobjdump")).arg("-sass").arg(&cubin).output().unwrap();
+    assert!(dump.status.success(), "cuobjdump failed: {}", String::from_utf8_lossy(&dump.stderr));
+    let mut sass: BTreeMap<String, Sass> = BTreeMap::new();
+    let mut function = String::new();
+    for line in String::from_utf8_lossy(&dump.stdout).lines() {
+        if let Some(name) = line.trim().strip_prefix("Function : ") {
+            function = name.trim().to_string();
+            continue;
+        }
+        // `/*0120*/  @!P0 SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR4], RZ ;`
+        let Some(code) = line.trim().strip_prefix("/*").and_then(|l| l.split_once("*/")).map(|(_, c)| c.trim()) else { continue };
+        let code = if code.starts_with('@') { code.split_once(' ').map(|(_, c)| c.trim()).unwrap_or("") } else { code };
+        let op = code.split([' ', ';']).next().unwrap_or("");
+        let s = sass.entry(function.clone()).or_default();
+        let base = op.split('.').next().unwrap_or("");
+        match base {
+            "HGMMA" | "UTCHMMA" | "UTCQMMA" | "UTCIMMA" | "UTCOMMA" | "UTCMMA" => s.mma += 1,
+            "UTMALDG" => s.tma_load += 1,
+            "UTMASTG" => s.tma_store += 1,
+            "SYNCS" => s.mbarrier += 1,
+            "BAR" => s.bar += 1,
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Assembled { resources, sass, warnings }
+}
+
+fn table() -> String {
+    let mut t = String::from(
+        "# Kernel resources\n\n\
+         Generated by `host/tests/ptxas.rs` from the embedded PTX with ptxas and cuobjdump 13.5 (`HGEMM_BLESS=1 scripts/test.sh --test ptxas` rewrites it; the test fails while this file and the kernels disagree). Counts are SASS instructions in the kernel's code, not executions.\n\n\
+         | kernel | arch | registers | dynamic smem (B) | stack | spills | MMA | TMA load | TMA store | mbarrier ops | bar |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (family, text) in ptx::all() {
+        for &arch in ptx::ptxas_archs(family) {
+            let asm = assemble(family, text, arch);
+            assert!(asm.warnings.is_empty(), "ptxas -arch {arch} warned:\n{}", asm.warnings.join("\n"));
+            let specs: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == family).collect();
+            for spec in specs {
+                let r = asm.resources.get(spec.name).unwrap_or_else(|| panic!("{} missing from the {arch} ptxas report", spec.name));
+                assert_eq!((r.stack, r.spill_stores, r.spill_loads), (0, 0, 0), "{} on {arch}: stack or spills: {r:?}", spec.name);
+                let s = asm.sass.get(spec.name).cloned().unwrap_or_default();
+                assert!(s.mma > 0, "{} on {arch}: no tensor-core MMA in the SASS", spec.name);
+                assert!(s.tma_load > 0, "{} on {arch}: no TMA load in the SASS", spec.name);
+                assert_eq!(s.tma_store > 0, spec.c_box.is_some(), "{} on {arch}: TMA stores do not match its spec", spec.name);
+                t.push_str(&format!(
+                    "| {} | {arch} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    spec.name, r.registers, spec.smem_bytes, r.stack, r.spill_stores + r.spill_loads, s.mma, s.tma_load, s.tma_store, s.mbarrier, s.bar
+                ));
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn kernels_assemble_without_spills_and_match_the_resource_table() {
+    let table = table();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/resources.md");
+    if std::env::var_os("HGEMM_BLESS").is_some() {
+        std::fs::write(&path, &table).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == table,
+        "kernel resources changed; review and regenerate docs/resources.md with HGEMM_BLESS=1.\n--- committed\n{committed}\n--- now\n{table}"
+    );
+}
+
+#[test]
+fn every_family_module_has_its_kernels_and_fill_kernels() {
+    for (family, text) in ptx::all() {
+        assert!(text.contains(&format!(".target {}", family.ptx_target())));
+        for spec in hgemm_kernels::kernels().filter(|s| s.family == family) {
+            let entry = format!(".entry {}(", spec.name);
+            let at = text.find(&entry).unwrap_or_else(|| panic!("{} missing", spec.name));
+            let header = &text[at..at + text[at..].find('{').unwrap()];
+            assert!(header.contains(&format!(".maxntid {}, 1, 1", spec.threads)), "{}: {header}", spec.name);
+            assert_eq!(header.matches(".param .align 64 .b8").count(), 3, "{}: tensor maps not 64-byte aligned: {header}", spec.name);
+        }
+        for fill in ["hgemm_fill_random_bf16", "hgemm_fill_u16"] {
+            assert!(text.contains(&format!(".entry {fill}(")), "{fill} missing from {}", family.ptx_target());
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The kernel parameters every GEMM entry point takes, in this order:
+//! `(a: TensorMapParam, b: TensorMapParam, c: TensorMapParam, args: GemmArgs)`.
+
+/// A `CUtensorMap` passed by value, as nvcc's `__grid_constant__` does. The driver wants it
+/// 64-byte aligned in parameter space; rustc declares it `.align 16` (it cannot express more for a
+/// parameter), so `host/build.rs` raises the alignment in the PTX text. Device code never reads the
+/// fields: it takes the parameter's address (`ptx::param::tensor_map!`) and hands that to TMA.
+#[repr(C, align(16))]
+pub struct TensorMapParam(pub [u64; 16]);
+
+/// The problem: C (M×N) = alpha · A (M×K) · Bᵀ (B is N×K) + beta · C, for `batch` GEMMs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmArgs {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    /// GEMMs in a strided batch; 1 for one GEMM.
+    pub batch: u32,
+    /// Device address of C, for epilogues that store with plain instructions.
+    pub c: u64,
+    /// Row stride of C and the distance between batch entries of C, in elements.
+    pub ldc: u64,
+    pub stride_c: u64,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl GemmArgs {
+    /// A single GEMM, C = A·Bᵀ, C dense (`ldc == n`).
+    pub const fn new(m: u32, n: u32, k: u32, c: u64) -> Self {
+        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0 }
+    }
+}

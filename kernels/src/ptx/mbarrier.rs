@@ -1,0 +1,79 @@
+//! `mbarrier` (§9.7.13.15): the phase-counting barriers in shared memory that TMA, tcgen05
+//! commits and threads arrive on.
+use core::arch::asm;
+
+/// A 64-bit mbarrier in this CTA's shared memory, by its shared::cta address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Barrier(pub u32);
+
+impl Barrier {
+    /// The `i`-th of an array of barriers starting at `base`.
+    #[inline(always)]
+    pub const fn at(base: u32, i: u32) -> Barrier {
+        Barrier(base + 8 * i)
+    }
+}
+
+/// `mbarrier.init.shared::cta.b64 [bar], count;` — a phase completes after `count` arrivals (and
+/// every expected transaction byte).
+#[inline(always)]
+pub fn init(bar: Barrier, count: u32) {
+    unsafe { asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar.0, c = in(reg32) count, options(nostack)) };
+}
+
+/// `mbarrier.arrive.release.cta.shared::cta.b64 _, [bar];`
+#[inline(always)]
+pub fn arrive(bar: Barrier) {
+    unsafe { asm!("mbarrier.arrive.release.cta.shared::cta.b64 _, [{b}];", b = in(reg32) bar.0, options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [bar], bytes;` — arrive, and make
+/// the current phase also wait for `bytes` of asynchronous transactions (TMA `complete_tx`).
+#[inline(always)]
+pub fn arrive_expect_tx(bar: Barrier, bytes: u32) {
+    unsafe { asm!("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar.0, t = in(reg32) bytes, options(nostack)) };
+}
+
+/// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];` — arrive on the barrier at
+/// the same offset in the CTA of rank `cta` of this cluster (mapped with `mapa`).
+#[inline(always)]
+pub fn arrive_cluster(bar: Barrier, cta: u32) {
+    let remote = super::cluster::mapa(bar.0, cta);
+    unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack)) };
+}
+
+/// `mbarrier.try_wait.parity.shared::cta.b64` — whether the phase with parity `parity` has
+/// completed. The hardware may suspend the thread for a while before answering false.
+#[inline(always)]
+pub fn try_wait_parity(bar: Barrier, parity: u32) -> bool {
+    let done: u32;
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {ph};",
+            "selp.u32 {d}, 1, 0, p;",
+            "}}",
+            d = out(reg32) done,
+            b = in(reg32) bar.0,
+            ph = in(reg32) parity,
+            options(nostack)
+        )
+    };
+    done != 0
+}
+
+/// Wait until the phase with parity `parity` of `bar` completes.
+///
+/// Built with `--cfg hang_guard`, the wait gives up after [`crate::hang::LIMIT_NS`] and reports
+/// the barrier and parity instead of hanging (see [`crate::hang`]).
+#[inline(always)]
+pub fn wait(bar: Barrier, parity: u32) {
+    #[cfg(not(hang_guard))]
+    while !try_wait_parity(bar, parity) {}
+    #[cfg(hang_guard)]
+    if !try_wait_parity(bar, parity) {
+        crate::hang::wait_bounded(bar, parity);
+    }
+}

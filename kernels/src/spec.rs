@@ -1,0 +1,200 @@
+//! What the host needs to launch a kernel, declared once beside the kernel itself.
+//!
+//! Every version file exports a `SPEC: KernelSpec`. The kernel reads the same constants the spec
+//! is built from; the host builds tensor maps, grids, clusters and shared-memory sizes from the
+//! spec; `host/build.rs` writes each entry's thread count into the PTX (`.maxntid`). Nothing is
+//! typed twice.
+
+/// The architecture a kernel is written for, and the PTX target it is compiled to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// sm_90a: `wgmma`, accumulators in registers (H100, H200).
+    Hopper,
+    /// sm_100 family: `tcgen05`, accumulators in tensor memory (B200 is 10.0, GB300 is 10.3).
+    Blackwell,
+}
+
+impl Family {
+    /// The `-C target-cpu` the PTX is compiled for, and the PTX file's name.
+    pub const fn ptx_target(self) -> &'static str {
+        match self {
+            Family::Hopper => "sm_90a",
+            Family::Blackwell => "sm_100f",
+        }
+    }
+
+    /// The family whose PTX a device of compute capability `major.minor` can run, if any.
+    /// sm_90a code runs only on 9.0; sm_100f code runs on 10.x (family-specific features).
+    pub const fn for_compute_capability(major: u32, minor: u32) -> Option<Family> {
+        match (major, minor) {
+            (9, 0) => Some(Family::Hopper),
+            (10, _) => Some(Family::Blackwell),
+            _ => None,
+        }
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Hopper => "hopper",
+            Family::Blackwell => "blackwell",
+        }
+    }
+}
+
+/// Shared-memory swizzle of a TMA box; the MMA descriptor must name the same one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swizzle {
+    /// Rows land contiguously, 16 bytes each for a K-major 8-element box.
+    None,
+    /// 128-byte rows, the 16-byte chunks of row `r` XOR-permuted by `r % 8`.
+    B128,
+}
+
+/// A box copied by one TMA instruction: `inner` elements along the contiguous dimension times
+/// `outer` rows, bf16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaBox {
+    pub inner: u32,
+    pub outer: u32,
+    pub swizzle: Swizzle,
+}
+
+impl TmaBox {
+    pub const fn new(inner: u32, outer: u32, swizzle: Swizzle) -> Self {
+        TmaBox { inner, outer, swizzle }
+    }
+
+    pub const fn bytes(self) -> u32 {
+        self.inner * self.outer * 2
+    }
+}
+
+/// How the launch grid is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grid {
+    /// One CTA per output tile (rounded up to whole clusters).
+    PerTile,
+    /// As many CTAs as SMs (whole clusters), each looping over tiles.
+    Persistent,
+}
+
+/// Everything about a kernel that the host launch depends on.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSpec {
+    /// PTX entry name.
+    pub name: &'static str,
+    pub family: Family,
+    pub version: u32,
+    /// The optimization this version adds over the previous one, in a few words.
+    pub adds: &'static str,
+    /// Output tile of one CTA (rows of C, columns of C).
+    pub tile_m: u32,
+    pub tile_n: u32,
+    /// Tile schedule: `tile_m`-row tiles are grouped `group_m` at a time (see [`crate::sched`]).
+    pub group_m: u32,
+    pub threads: u32,
+    /// CTAs per cluster, along x.
+    pub cluster: u32,
+    pub grid: Grid,
+    /// Dynamic shared memory, bytes.
+    pub smem_bytes: u32,
+    /// Boxes of the A (M×K), B (N×K) and, for TMA-store epilogues, C (M×N) tensor maps.
+    pub a_box: TmaBox,
+    pub b_box: TmaBox,
+    pub c_box: Option<TmaBox>,
+}
+
+impl KernelSpec {
+    /// The tile schedule of an `m × n` output. A cluster of `cluster` CTAs takes `cluster`
+    /// tiles stacked along M as one unit; the kernel and the host grid sizing both call this.
+    pub const fn scheduler(&self, m: u32, n: u32) -> crate::sched::TileScheduler {
+        crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
+    }
+}
+
+/// Byte offsets, from the dynamic shared-memory base (1024-byte aligned), of what a kernel keeps
+/// in shared memory: `stages` A and B tiles, an output staging area, then 8-byte mbarriers and a
+/// 4-byte tensor-memory address slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmemPlan {
+    pub a: u32,
+    pub b: u32,
+    pub a_stage_bytes: u32,
+    pub b_stage_bytes: u32,
+    pub c: u32,
+    pub barriers: u32,
+    pub tmem_slot: u32,
+    pub bytes: u32,
+}
+
+const fn align_up(x: u32, a: u32) -> u32 {
+    x.div_ceil(a) * a
+}
+
+impl SmemPlan {
+    /// Operand stages first (each stage 1024-aligned, as the 128-byte swizzle atom requires),
+    /// then `c_bytes` of staging, then `barriers` mbarriers and the tensor-memory slot.
+    pub const fn new(stages: u32, a_stage_bytes: u32, b_stage_bytes: u32, c_bytes: u32, barriers: u32) -> Self {
+        let a_stage_bytes = align_up(a_stage_bytes, 1024);
+        let b_stage_bytes = align_up(b_stage_bytes, 1024);
+        let a = 0;
+        let b = a + stages * a_stage_bytes;
+        let c = b + stages * b_stage_bytes;
+        let barriers_at = align_up(c + c_bytes, 8);
+        let tmem_slot = barriers_at + 8 * barriers;
+        SmemPlan {
+            a,
+            b,
+            a_stage_bytes,
+            b_stage_bytes,
+            c,
+            barriers: barriers_at,
+            tmem_slot,
+            bytes: align_up(tmem_slot + 4, 16),
+        }
+    }
+
+    pub const fn a_stage(&self, stage: u32) -> u32 {
+        self.a + stage * self.a_stage_bytes
+    }
+
+    pub const fn b_stage(&self, stage: u32) -> u32 {
+        self.b + stage * self.b_stage_bytes
+    }
+
+    /// Offset of the `i`-th mbarrier.
+    pub const fn barrier(&self, i: u32) -> u32 {
+        self.barriers + 8 * i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smem_plan_aligns_stages_and_packs_barriers() {
+        let p = SmemPlan::new(4, 128 * 64 * 2, 256 * 64 * 2, 0, 8);
+        assert_eq!(p.a_stage(0), 0);
+        assert_eq!(p.a_stage(3), 3 * 16384);
+        assert_eq!(p.b_stage(0), 4 * 16384);
+        assert_eq!(p.b_stage(1) - p.b_stage(0), 32768);
+        assert_eq!(p.barrier(0), 4 * 16384 + 4 * 32768);
+        assert_eq!(p.barrier(7) + 8, p.tmem_slot);
+        assert_eq!(p.bytes % 16, 0);
+        // A stage whose size is not a multiple of 1024 still starts the next one aligned.
+        let q = SmemPlan::new(2, 1000, 1000, 100, 1);
+        assert_eq!(q.a_stage(1), 1024);
+        assert_eq!(q.b_stage(1) % 1024, 0);
+        assert!(q.barriers >= q.c + 100);
+    }
+
+    #[test]
+    fn family_from_compute_capability() {
+        assert_eq!(Family::for_compute_capability(9, 0), Some(Family::Hopper));
+        assert_eq!(Family::for_compute_capability(10, 0), Some(Family::Blackwell));
+        assert_eq!(Family::for_compute_capability(10, 3), Some(Family::Blackwell));
+        assert_eq!(Family::for_compute_capability(8, 9), None);
+        assert_eq!(Family::for_compute_capability(12, 0), None);
+    }
+}

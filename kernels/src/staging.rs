@@ -1,0 +1,76 @@
+//! The staging tile of a TMA-store epilogue, shared by both families: a box of 64 bf16 columns
+//! (128-byte rows) × up to 256 rows in shared memory, in the layout `CU_TENSOR_MAP_SWIZZLE_128B`
+//! expects, so one `cp.async.bulk.tensor` store writes it to C.
+//!
+//! The 128-byte swizzle permutes the eight 16-byte chunks of row `r` by XOR with `r % 8`
+//! (CUTLASS `Swizzle<3,4,3>`; the TMA section of the CUDA Programming Guide). Eight consecutive
+//! rows then put any given chunk in eight different bank groups, so a warp writing four-byte pairs
+//! of eight rows (the wgmma fragment) or 16-byte chunks of 32 rows (tcgen05.ld) spreads its
+//! stores over all banks.
+
+/// Columns of one staging box: 64 bf16 = 128 bytes, the 128B-swizzle span.
+pub const BOX_COLS: u32 = 64;
+
+/// Byte offset of element (`row`, `col`) of a 128B-swizzled box of 64-element rows. The box must
+/// start 1024-byte aligned (the swizzle pattern repeats every 8 rows of 128 bytes).
+#[inline(always)]
+pub const fn offset(row: u32, col: u32) -> u32 {
+    let byte = 2 * col;
+    row * 128 + ((((byte / 16) ^ (row % 8)) * 16) | (byte % 16))
+}
+
+/// A staging box at a shared-memory address.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+pub struct Staging(pub u32);
+
+#[cfg(target_arch = "nvptx64")]
+impl Staging {
+    /// Store two adjacent bf16 (packed, `col` even) at (`row`, `col`).
+    #[inline(always)]
+    pub fn store_b32(self, row: u32, col: u32, packed: u32) {
+        crate::ptx::smem::st_b32(self.0 + offset(row, col), packed);
+    }
+
+    /// Store eight adjacent bf16 (`col` a multiple of 8) at (`row`, `col`).
+    #[inline(always)]
+    pub fn store_v4(self, row: u32, col: u32, packed: [u32; 4]) {
+        crate::ptx::smem::st_v4_b32(self.0 + offset(row, col), packed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swizzle_permutes_chunks_within_each_row() {
+        for row in 0..16 {
+            let mut chunks: [u32; 8] = [0; 8];
+            for (c, slot) in chunks.iter_mut().enumerate() {
+                let o = offset(row, 8 * c as u32);
+                assert_eq!(o / 128, row, "stays in its row");
+                assert_eq!(o % 16, 0);
+                *slot = (o % 128) / 16;
+            }
+            let mut sorted = chunks;
+            sorted.sort();
+            assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7], "row {row}: {chunks:?}");
+            assert_eq!(chunks[0], row % 8);
+        }
+        // Inside a chunk, elements stay in order.
+        assert_eq!(offset(3, 9) - offset(3, 8), 2);
+    }
+
+    #[test]
+    fn eight_rows_of_one_chunk_hit_eight_bank_groups() {
+        for c in 0..8 {
+            let mut groups: [u32; 8] = [0; 8];
+            for (r, g) in groups.iter_mut().enumerate() {
+                *g = (offset(r as u32, 8 * c) % 128) / 16;
+            }
+            groups.sort();
+            assert_eq!(groups, [0, 1, 2, 3, 4, 5, 6, 7]);
+        }
+    }
+}

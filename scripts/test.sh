@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command. Needs no GPU: it installs NVIDIA's ptxas, cuobjdump and nvdisasm from PyPI
+# into .tools/ (once), then runs every test of the workspace; GPU tests are #[ignore]d and run
+# on a GPU machine with scripts/device-tests.sh. rust-toolchain.toml brings the pinned nightly
+# and rust-src with the first cargo call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CUDA_TOOLS=.tools/cuda
+VERSION=13.5.37
+if [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/ptxas" ] || [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/cuobjdump" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --target "$CUDA_TOOLS" \
+        "nvidia-cuda-nvcc==$VERSION" "nvidia-cuda-cuobjdump==$VERSION" "nvidia-cuda-nvdisasm==$VERSION"
+fi
+export HGEMM_CUDA_BIN="$PWD/$CUDA_TOOLS/nvidia/cu13/bin"
+cargo test --release --workspace "$@"
