@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use hgemm_kernels::spec::{Swizzle, TmaBox};
+use hgemm_kernels::spec::{L2Promotion, Swizzle, TmaBox};
 
 /// One `cuTensorMapEncodeTiled` call for a bf16 matrix (or strided batch of matrices).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +18,7 @@ pub struct TensorMapParams {
     pub strides: [u64; 2],
     pub box_dims: [u32; 3],
     pub swizzle: Swizzle,
+    pub l2_promotion: L2Promotion,
 }
 
 impl TensorMapParams {
@@ -65,6 +66,7 @@ impl TensorMapParams {
             strides: [ld * 2, batch_stride * 2],
             box_dims: [tile.inner, tile.outer, 1],
             swizzle: tile.swizzle,
+            l2_promotion: tile.l2_promotion,
         })
     }
 
@@ -89,7 +91,11 @@ impl TensorMapParams {
                 element_strides.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
                 swizzle,
-                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                match self.l2_promotion {
+                    L2Promotion::None => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                    L2Promotion::B128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                    L2Promotion::B256 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                },
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         };

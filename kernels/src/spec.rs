@@ -50,6 +50,14 @@ pub enum Swizzle {
     B128,
 }
 
+/// How far the L2 cache widens each TMA request (`CUtensorMapL2promotion`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L2Promotion {
+    None,
+    B128,
+    B256,
+}
+
 /// A box copied by one TMA instruction: `inner` elements along the contiguous dimension times
 /// `outer` rows, bf16.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,11 +65,17 @@ pub struct TmaBox {
     pub inner: u32,
     pub outer: u32,
     pub swizzle: Swizzle,
+    pub l2_promotion: L2Promotion,
 }
 
 impl TmaBox {
     pub const fn new(inner: u32, outer: u32, swizzle: Swizzle) -> Self {
-        TmaBox { inner, outer, swizzle }
+        TmaBox { inner, outer, swizzle, l2_promotion: L2Promotion::None }
+    }
+
+    /// The same box, its loads widened in L2 to `p`.
+    pub const fn promote_l2(self, p: L2Promotion) -> Self {
+        TmaBox { l2_promotion: p, ..self }
     }
 
     pub const fn bytes(self) -> u32 {
