@@ -5,11 +5,16 @@
 //! |---|---|
 //! | [v0] | TMA tile loads on an mbarrier, `wgmma` from shared-memory descriptors, one tile per CTA, serial |
 //! | [v1] | 128-byte swizzle: one TMA box per operand per K slice, swizzled descriptors |
+//! | [v2] | a 4-stage TMA pipeline with a `full` barrier per stage |
+//! | [v3] | warp specialization: a producer warpgroup, two consumer warpgroups, full/empty barrier pairs |
+//! | [v4] | 2-CTA clusters along M: B halves multicast to both CTAs, cluster-wide `empty` barriers, grouped tile order |
+//! | [v5] | persistent clusters: stages and phases carried across tiles, the epilogue overlaps the next tile's loads |
+//! | [v6] | TMA-store epilogue: swizzled, double-buffered staging, one bulk store in flight; `setmaxnreg` moves registers from producer to consumers |
 
 #[cfg(hopper)]
 use crate::args::GemmArgs;
 
-crate::ladder!(v0 v1);
+crate::ladder!(v0 v1 v2 v3 v4 v5 v6);
 
 /// Store a warpgroup's 64×N fragment (`wgmma` register layout, see
 /// [`Fragment`](crate::ptx::wgmma::Fragment)) to C at rows `row0..row0 + 64`, columns

@@ -28,6 +28,25 @@ pub fn arrive(bar: Barrier) {
     unsafe { asm!("mbarrier.arrive.release.cta.shared::cta.b64 _, [{b}];", b = in(reg32) bar.0, options(nostack)) };
 }
 
+/// `@p mbarrier.arrive.release.cta.shared::cta.b64 _, [bar];` — arrive only where `pred` holds:
+/// one thread signals for its group, with no branch around it for LLVM to duplicate the
+/// surrounding warp-collective code into.
+#[inline(always)]
+pub fn arrive_if(bar: Barrier, pred: bool) {
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {q}, 0;",
+            "@p mbarrier.arrive.release.cta.shared::cta.b64 _, [{b}];",
+            "}}",
+            b = in(reg32) bar.0,
+            q = in(reg32) pred as u32,
+            options(nostack)
+        )
+    };
+}
+
 /// `mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [bar], bytes;` — arrive, and make
 /// the current phase also wait for `bytes` of asynchronous transactions (TMA `complete_tx`).
 #[inline(always)]
@@ -41,6 +60,25 @@ pub fn arrive_expect_tx(bar: Barrier, bytes: u32) {
 pub fn arrive_cluster(bar: Barrier, cta: u32) {
     let remote = super::cluster::mapa(bar.0, cta);
     unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack)) };
+}
+
+/// `@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];` — [`arrive_cluster`]
+/// where `pred` holds, predicated inside the asm block like [`arrive_if`].
+#[inline(always)]
+pub fn arrive_cluster_if(bar: Barrier, cta: u32, pred: bool) {
+    let remote = super::cluster::mapa(bar.0, cta);
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {q}, 0;",
+            "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];",
+            "}}",
+            b = in(reg32) remote,
+            q = in(reg32) pred as u32,
+            options(nostack)
+        )
+    };
 }
 
 /// `mbarrier.try_wait.parity.shared::cta.b64` — whether the phase with parity `parity` has

@@ -12,6 +12,7 @@ pub mod cvt;
 pub mod fence;
 pub mod mbarrier;
 pub mod param;
+pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;
 pub mod tma;
