@@ -66,7 +66,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function("cuBLAS", |b| {
             b.iter_custom(|iters| gpu_time(&stream, iters, |i| blas.matmul(&ops[i % sets].0, &ops[i % sets].1, &mut outs[i % sets], m, n, k).unwrap()))
         });
-        for kernel in gemm.kernels() {
+        for kernel in gemm.ladder() {
             group.bench_function(BenchmarkId::new("hgemm", format!("{} v{}", kernel.family.name(), kernel.version)), |b| {
                 b.iter_custom(|iters| {
                     gpu_time(&stream, iters, |i| gemm.matmul_with(kernel, &stream, &ops[i % sets].0, &ops[i % sets].1, &mut outs[i % sets], m, n, k).unwrap())

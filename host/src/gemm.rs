@@ -3,11 +3,10 @@
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchShape};
-use crate::tensor_map::TensorMapParams;
+use crate::op::{self, GemmOp};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
-use hgemm_kernels::args::GemmArgs;
 use hgemm_kernels::spec::{Family, Grid, KernelSpec};
 use std::sync::Arc;
 
@@ -82,31 +81,28 @@ impl Gemm {
         self.kernels.iter().map(|k| k.spec)
     }
 
-    /// The kernel of this family with version `v`.
+    /// The ladder kernel of this family with version `v`.
     pub fn kernel(&self, version: u32) -> Result<&'static KernelSpec> {
-        self.kernels
-            .iter()
-            .find(|k| k.spec.version == version)
-            .map(|k| k.spec)
-            .ok_or_else(|| Error::UnknownKernel(format!("{} v{version}", self.family.name())))
+        self.ladder().find(|k| k.version == version).ok_or_else(|| Error::UnknownKernel(format!("{} v{version}", self.family.name())))
     }
 
-    /// The kernel `auto` picks: the newest version of the family.
-    pub fn default_kernel(&self) -> &'static KernelSpec {
-        self.kernels.last().expect("every family has at least one kernel").spec
+    /// The family's ladder, v0 first (a subset of [`Gemm::kernels`]).
+    pub fn ladder(&self) -> impl Iterator<Item = &'static KernelSpec> + '_ {
+        hgemm_kernels::ladder_of(self.family).iter()
     }
 
-    /// C = A·Bᵀ: A is M×K, B is N×K, C is M×N, all row-major bf16 and dense, on `stream`.
+    /// C = A·Bᵀ: A is M×K, B is N×K, C is M×N, all row-major bf16 and dense, on `stream`, with
+    /// the kernel [`Gemm::gemm`] picks. Shorthand for `gemm(stream, &GemmOp::new(m, n, k), …)`.
     pub fn matmul<A, B, C>(&self, stream: &CudaStream, a: &A, b: &B, c: &mut C, m: usize, n: usize, k: usize) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        self.matmul_with(self.default_kernel(), stream, a, b, c, m, n, k)
+        self.gemm(stream, &GemmOp::new(m, n, k), a, b, c)
     }
 
-    /// [`Gemm::matmul`] with a chosen kernel (one of [`Gemm::kernels`]).
+    /// [`Gemm::matmul`] with a chosen kernel (one of [`Gemm::kernels`]), for study and benchmarks.
     #[allow(clippy::too_many_arguments)]
     pub fn matmul_with<A, B, C>(
         &self,
@@ -124,46 +120,81 @@ impl Gemm {
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        let loaded = self
-            .kernels
-            .iter()
-            .find(|l| l.spec.name == kernel.name)
-            .ok_or_else(|| Error::UnknownKernel(kernel.name.to_string()))?;
-        check_dims(m, n, k)?;
-        check_len("A", a.len(), m * k)?;
-        check_len("B", b.len(), n * k)?;
-        check_len("C", c.len(), m * n)?;
-        if m == 0 || n == 0 {
+        self.gemm_with(kernel, stream, &GemmOp::new(m, n, k), a, b, c)
+    }
+
+    /// C = alpha·A·B + beta·C as `op` describes, enqueued on `stream`; the kernel is the fastest
+    /// measured one of this device's family that reads A and B in `op`'s storage orders. Every
+    /// check runs before anything is enqueued; nothing synchronizes the host.
+    pub fn gemm<A, B, C>(&self, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        self.run(None, stream, op, a, b, c)
+    }
+
+    /// [`Gemm::gemm`] with a pinned kernel; [`Error::Unsupported`] if it cannot compute `op`
+    /// (the ladder's v0–v6 compute only the dense C = A·Bᵀ).
+    pub fn gemm_with<A, B, C>(&self, kernel: &KernelSpec, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        self.run(Some(kernel), stream, op, a, b, c)
+    }
+
+    /// The kernel `gemm` would run for `op` (`None` if no kernel of this family reads its layout).
+    pub fn choose(&self, op: &GemmOp) -> Option<&'static KernelSpec> {
+        let (op, _) = op.row_major_c();
+        op::choose(self.kernels(), &op, self.info.sms)
+    }
+
+    fn run<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        let loaded = match kernel {
+            Some(k) => Some(self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?),
+            None => None,
+        };
+        if !op.validate(a.len(), b.len(), c.len())? {
             return Ok(());
         }
+        let (rop, swapped) = op.row_major_c();
+        let loaded = match loaded {
+            Some(l) => {
+                op::supports(l.spec, &rop)?;
+                l
+            }
+            None => {
+                let spec = op::choose(self.kernels(), &rop, self.info.sms).ok_or_else(|| Error::Unsupported {
+                    kernel: "auto",
+                    reason: format!("no {} kernel reads A {:?}-major and B {:?}-major", self.family.name(), rop.a_major(), rop.b_major()),
+                })?;
+                self.kernels.iter().find(|l| l.spec.name == spec.name).expect("chosen among the loaded kernels")
+            }
+        };
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
         let (pc, _gc) = c.device_ptr_mut(stream);
-        let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-        if k == 0 {
-            // C = A·Bᵀ with an empty sum is zero, as in BLAS.
-            return self.fill_raw(stream, pc, m * n, 0);
-        }
+        let (pa, pb) = if swapped { (pb, pa) } else { (pa, pb) };
         let spec = loaded.spec;
-        let map_a = TensorMapParams::matrix("A", pa, m as u64, k as u64, k as u64, 1, 0, spec.a_box)?;
-        let map_b = TensorMapParams::matrix("B", pb, n as u64, k as u64, k as u64, 1, 0, spec.b_box)?;
-        let map_c = match spec.c_box {
-            Some(c_box) => TensorMapParams::matrix("C", pc, m as u64, n as u64, n as u64, 1, 0, c_box).map_err(|e| {
-                Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
-            })?,
-            None => {
-                if pc % 4 != 0 {
-                    return Err(Error::Misaligned { operand: "C", address: pc, align: 4 });
-                }
-                // An unused but valid map: the kernel ignores parameter 2.
-                map_a.clone()
-            }
-        };
-        let maps = [map_a.encode()?, map_b.encode()?, map_c.encode()?];
-        let args = GemmArgs::new(m32, n32, k32, pc);
-        let shape = LaunchShape::new(spec, m32, n32, 1, loaded.max_clusters);
-        // SAFETY: the maps and args describe the buffers checked above, kept alive by the guards.
-        unsafe { launch::launch_gemm(loaded.func.cu_function(), &shape, stream.cu_stream(), &maps, &args) }
+        if rop.k == 0 && !spec.general {
+            // C = A·Bᵀ with an empty sum is zero, as in BLAS (only the dense native op gets here).
+            return self.fill_raw(stream, pc, rop.m * rop.n, 0);
+        }
+        // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
+        let (pa, pb) = if rop.k == 0 { (pc, pc) } else { (pa, pb) };
+        let plan = op::plan(spec, &rop, pa, pb, pc)?;
+        let maps = [plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?];
+        let shape = op::shape(spec, &rop, loaded.max_clusters);
+        // SAFETY: the maps and args describe the buffers validated above, kept alive by the guards.
+        unsafe { launch::launch_gemm(loaded.func.cu_function(), &shape, stream.cu_stream(), &maps, &plan.args) }
     }
 
     /// Fill `len` bf16 at `ptr` with `bits` (used for poisoning and for K = 0).
@@ -232,39 +263,4 @@ fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo
         e => return Err(Error::Driver { call: "cuOccupancyMaxActiveClusters", code: format!("{e:?}") }),
     }
     Ok((n as u32).max(1))
-}
-
-pub(crate) fn check_dims(m: usize, n: usize, k: usize) -> Result<()> {
-    for (name, v) in [("M", m), ("N", n), ("K", k)] {
-        if v > i32::MAX as usize {
-            return Err(Error::InvalidShape(format!("{name} = {v} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)")));
-        }
-    }
-    if k % 8 != 0 {
-        return Err(Error::InvalidShape(format!("K = {k} is not a multiple of 8: TMA needs rows of A and B to be 16-byte multiples")));
-    }
-    Ok(())
-}
-
-pub(crate) fn check_len(operand: &'static str, len: usize, needed: usize) -> Result<()> {
-    if len < needed {
-        return Err(Error::BufferTooSmall { operand, needed, len });
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dims_and_lengths() {
-        assert!(check_dims(8192, 8192, 8192).is_ok());
-        assert!(check_dims(1, 1, 8).is_ok());
-        assert!(check_dims(0, 0, 0).is_ok());
-        assert!(matches!(check_dims(64, 64, 60), Err(Error::InvalidShape(s)) if s.contains("multiple of 8")));
-        assert!(matches!(check_dims(1 << 31, 64, 64), Err(Error::InvalidShape(s)) if s.contains("M =")));
-        assert_eq!(check_len("B", 10, 11), Err(Error::BufferTooSmall { operand: "B", needed: 11, len: 10 }));
-        assert!(check_len("B", 11, 11).is_ok());
-    }
 }

@@ -70,6 +70,15 @@ impl TensorMapParams {
         })
     }
 
+    /// The same map as rank 3 (a batch of one, if it was rank 2), for kernels whose TMA
+    /// instructions always name a batch coordinate.
+    pub fn with_rank3(self) -> TensorMapParams {
+        if self.rank == 3 {
+            return self;
+        }
+        TensorMapParams { rank: 3, dims: [self.dims[0], self.dims[1], 1], strides: [self.strides[0], self.strides[0] * self.dims[1]], ..self }
+    }
+
     /// Encode with the driver.
     pub fn encode(&self) -> Result<sys::CUtensorMap> {
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
@@ -127,6 +136,12 @@ mod tests {
         assert_eq!(p.rank, 3);
         assert_eq!(p.dims, [72, 100, 4]);
         assert_eq!(p.strides, [272, 2 * (136 * 100 + 8)]);
+    }
+
+    #[test]
+    fn rank3_of_a_single_matrix_is_a_batch_of_one() {
+        let p = TensorMapParams::matrix("A", 0x1000, 100, 64, 72, 1, 0, A_BOX).unwrap().with_rank3();
+        assert_eq!((p.rank, p.dims, p.strides), (3, [64, 100, 1], [144, 144 * 100]));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 
 use crate::error::{Error, Result};
 use crate::gemm::Gemm;
-use cudarc::cublas::{sys as blas_sys, CudaBlas, Gemm as _, GemmConfig};
+use crate::op::{GemmOp, Layout};
+use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas, Gemm as _, GemmConfig};
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use hgemm_kernels::spec::KernelSpec;
@@ -50,11 +51,12 @@ pub fn fill(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut CudaSlice<bf16>, bi
 /// cuBLAS as the reference and the baseline, computing the same C = A·Bᵀ (row-major).
 pub struct Cublas {
     blas: CudaBlas,
+    stream: Arc<CudaStream>,
 }
 
 impl Cublas {
     pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
-        Ok(Cublas { blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))? })
+        Ok(Cublas { blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))?, stream: stream.clone() })
     }
 
     /// C (M×N, row-major) = A (M×K) · B (N×K)ᵀ. In cuBLAS's column-major terms that is
@@ -82,17 +84,85 @@ impl Cublas {
     }
 }
 
-/// C = A·Bᵀ in f64 on the CPU.
+impl Cublas {
+    /// The same computation as [`Gemm::gemm`] with `op`, by `cublasGemmStridedBatchedEx` (f32
+    /// compute, f32 alpha and beta). cuBLAS is column-major: a row-major C is computed as
+    /// Cᵀ = Bᵀ·Aᵀ, and each operand is transposed when its storage order disagrees.
+    pub fn gemm<A, B, C>(&self, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        use blas_sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        let stream = &self.stream;
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (pc, _gc) = c.device_ptr_mut(stream);
+        let op_of = |layout: Layout, natural: Layout| if layout == natural { N } else { T };
+        // (first, second, m, n) in cuBLAS's column-major terms.
+        let (x, tx, ldx, sx, y, ty, ldy, sy, mm, nn) = match op.c_layout {
+            Layout::ColMajor => (pa, op_of(op.a_layout, Layout::ColMajor), op.lda, op.stride_a, pb, op_of(op.b_layout, Layout::ColMajor), op.ldb, op.stride_b, op.m, op.n),
+            Layout::RowMajor => (pb, op_of(op.b_layout, Layout::RowMajor), op.ldb, op.stride_b, pa, op_of(op.a_layout, Layout::RowMajor), op.lda, op.stride_a, op.n, op.m),
+        };
+        let (alpha, beta) = (op.alpha, op.beta);
+        // SAFETY: the caller's buffers hold what `op` describes (validated by GemmOp::validate).
+        unsafe {
+            blas_result::gemm_strided_batched_ex(
+                *self.blas.handle(),
+                tx,
+                ty,
+                mm as i32,
+                nn as i32,
+                op.k as i32,
+                &alpha as *const f32 as *const _,
+                x as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16BF,
+                ldx.max(1) as i32,
+                sx as i64,
+                y as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16BF,
+                ldy.max(1) as i32,
+                sy as i64,
+                &beta as *const f32 as *const _,
+                pc as *mut _,
+                blas_sys::cudaDataType_t::CUDA_R_16BF,
+                op.ldc as i32,
+                op.stride_c as i64,
+                op.batch as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| Error::Cublas(format!("{e:?}")))
+    }
+}
+
+/// C = A·Bᵀ in f64 on the CPU (A M×K, B N×K, C M×N, all row-major and dense).
 pub fn cpu_reference(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<f64> {
-    let a: Vec<f64> = a[..m * k].iter().map(|x| x.to_f64()).collect();
-    let b: Vec<f64> = b[..n * k].iter().map(|x| x.to_f64()).collect();
-    let mut c = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            c[i * n + j] = a[i * k..(i + 1) * k].iter().zip(&b[j * k..(j + 1) * k]).map(|(x, y)| x * y).sum();
+    cpu_reference_op(&GemmOp::new(m, n, k), a, b)
+}
+
+/// alpha·A·B of a single, beta = 0 `op` in f64 on the CPU, as a dense row-major M×N.
+pub fn cpu_reference_op(op: &GemmOp, a: &[bf16], b: &[bf16]) -> Vec<f64> {
+    let at = |i: usize, kk: usize| if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64();
+    let bt = |kk: usize, j: usize| if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64();
+    let mut c = vec![0.0; op.m * op.n];
+    for i in 0..op.m {
+        for j in 0..op.n {
+            c[i * op.n + j] = op.alpha as f64 * (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum::<f64>();
         }
     }
     c
+}
+
+/// The dense single GEMM `kernel` computes: C = A·B with A and B in the storage orders it reads
+/// (the native C = A·Bᵀ for the ladder).
+pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
+    use hgemm_kernels::spec::Major;
+    let op = GemmOp::new(m, n, k);
+    let op = if kernel.a_major == Major::MN { op.a(Layout::ColMajor, m) } else { op };
+    if kernel.b_major == Major::MN { op.b(Layout::RowMajor, n) } else { op }
 }
 
 /// How far an output is from a reference.
@@ -158,18 +228,19 @@ pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &Kern
         let (p, _g) = body.device_ptr_mut(stream);
         gemm.fill_raw(stream, p, m * n, POISON)?;
     }
-    gemm.matmul_with(kernel, stream, &a, &b, &mut c.slice_mut(..m * n), m, n, k)?;
+    let op = op_for(kernel, m, n, k);
+    gemm.gemm_with(kernel, stream, &op, &a, &b, &mut c.slice_mut(..m * n))?;
     let out = stream.clone_dtoh(&c).map_err(drv("cuMemcpyDtoH"))?;
 
     let mut reference = unsafe { stream.alloc::<bf16>(m * n) }.map_err(drv("cuMemAlloc"))?;
-    blas.matmul(&a, &b, &mut reference, m, n, k)?;
+    blas.gemm(&op, &a, &b, &mut reference)?;
     let reference = stream.clone_dtoh(&reference).map_err(drv("cuMemcpyDtoH"))?;
 
     let vs_cublas = compare(&out[..m * n], reference.iter().map(|x| x.to_f64()));
     let vs_cpu = if m * n * k <= CPU_CHECK_MAX_MACS {
         let ha = stream.clone_dtoh(&a).map_err(drv("cuMemcpyDtoH"))?;
         let hb = stream.clone_dtoh(&b).map_err(drv("cuMemcpyDtoH"))?;
-        Some(compare(&out[..m * n], cpu_reference(&ha, &hb, m, n, k)))
+        Some(compare(&out[..m * n], cpu_reference_op(&op, &ha, &hb)))
     } else {
         None
     };
@@ -199,15 +270,19 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
         out.push(Rejection { what: format!("{what}: {}", r.err().map(|e| e.to_string()).unwrap_or_else(|| "accepted".into())), passed });
         Ok(())
     };
-    expect("K not a multiple of 8", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, c, m, n, 100), &|e| matches!(e, Error::InvalidShape(_)))?;
-    expect("C too short", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, &mut c.slice_mut(..m * n - 1), m, n, k), &|e| {
+    let run = |op: GemmOp, a: &cudarc::driver::CudaView<bf16>, c: &mut CudaSlice<bf16>| gemm.gemm_with(kernel, stream, &op, a, &b, c);
+    expect("K not a multiple of 8", &mut c, &|c| run(op_for(kernel, m, n, 100), &a.slice(..), c), &|e| matches!(e, Error::InvalidShape(_)))?;
+    expect("C too short", &mut c, &|c| gemm.gemm_with(kernel, stream, &op_for(kernel, m, n, k), &a, &b, &mut c.slice_mut(..m * n - 1)), &|e| {
         matches!(e, Error::BufferTooSmall { operand: "C", .. })
     })?;
-    expect("A misaligned", &mut c, &|c| gemm.matmul_with(kernel, stream, &a.slice(1..), &b, c, m, n, k), &|e| {
-        matches!(e, Error::Misaligned { operand: "A", .. })
-    })?;
+    expect("A misaligned", &mut c, &|c| run(op_for(kernel, m, n, k), &a.slice(1..), c), &|e| matches!(e, Error::Misaligned { operand: "A", .. }))?;
     if kernel.c_box.is_some() {
-        expect("N odd (TMA store)", &mut c, &|c| gemm.matmul_with(kernel, stream, &a, &b, c, m, n - 1, k), &|e| {
+        expect("N odd (TMA store)", &mut c, &|c| run(op_for(kernel, m, n - 1, k), &a.slice(..), c), &|e| {
+            matches!(e, Error::Unsupported { .. })
+        })?;
+    }
+    if !kernel.general {
+        expect("beta != 0 on a ladder kernel", &mut c, &|c| run(op_for(kernel, m, n, k).beta(1.0), &a.slice(..), c), &|e| {
             matches!(e, Error::Unsupported { .. })
         })?;
     }
@@ -258,6 +333,69 @@ pub fn verify_kernel(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kerne
         lines.push((format!("{:<14} {:<40} {}", kernel.name, r.what, if r.passed { "ok" } else { "FAIL" }), r.passed));
     }
     Ok(lines)
+}
+
+/// Buffer lengths `op` needs for A, B and C.
+pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
+    let len = |layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize| {
+        let mem_rows = if layout == Layout::RowMajor { rows } else { cols };
+        if rows == 0 || cols == 0 { 0 } else { (op.batch - 1) * stride + mem_rows * ld }
+    };
+    (
+        len(op.a_layout, op.m, op.k, op.lda, op.stride_a),
+        len(op.b_layout, op.k, op.n, op.ldb, op.stride_b),
+        len(op.c_layout, op.m, op.n, op.ldc, op.stride_c),
+    )
+}
+
+/// Run `op` through [`Gemm::gemm`] (the automatic choice) on fresh random A, B and C (C matters
+/// when beta ≠ 0; padding between rows and batch entries must come back untouched), and the same
+/// through cuBLAS, and compare the whole C buffers.
+pub fn check_op(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> Result<Comparison> {
+    let (la, lb, lc) = lengths(op);
+    let a = random(gemm, stream, la, seed, 1.0)?;
+    let b = random(gemm, stream, lb, seed ^ 0x5eed, 1.0 / (op.k.max(1) as f32).sqrt())?;
+    let mut c = random(gemm, stream, lc, seed ^ 0xc0de, 1.0)?;
+    let mut reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
+    gemm.gemm(stream, op, &a, &b, &mut c)?;
+    blas.gemm(op, &a, &b, &mut reference)?;
+    let out = stream.clone_dtoh(&c).map_err(drv("cuMemcpyDtoH"))?;
+    let reference = stream.clone_dtoh(&reference).map_err(drv("cuMemcpyDtoH"))?;
+    Ok(compare(&out, reference.iter().map(|x| x.to_f64())))
+}
+
+/// The general calls the library must get right: every storage order of A, B and C, alpha and
+/// beta with C pre-filled, leading dimensions wider than the rows, strided batches, K = 0, and
+/// shapes that take each tile shape.
+pub fn general_cases() -> Vec<(String, GemmOp)> {
+    let mut cases = Vec::new();
+    let orders = [Layout::RowMajor, Layout::ColMajor];
+    for &(m, n, k) in &[(300, 520, 136), (96, 1000, 264), (1024, 2048, 512)] {
+        for al in orders {
+            for bl in orders {
+                for cl in orders {
+                    let ld = |l: Layout, rows: usize, cols: usize| if l == Layout::RowMajor { cols } else { rows };
+                    // Leading dimensions padded by 8 or 16 elements past the minimum, rounded to 8.
+                    let pad = |x: usize, p: usize| (x + p).div_ceil(8) * 8;
+                    let op = GemmOp::new(m, n, k)
+                        .a(al, pad(ld(al, m, k), 8))
+                        .b(bl, pad(ld(bl, k, n), 16))
+                        .c(cl, pad(ld(cl, m, n), 8))
+                        .alpha(0.75)
+                        .beta(-0.5);
+                    cases.push((format!("{m}x{n}x{k} A {al:?} B {bl:?} C {cl:?} padded, alpha .75 beta -.5"), op));
+                }
+            }
+            let dense = GemmOp::new(m, n, k).a(al, if al == Layout::RowMajor { k } else { m });
+            cases.push((format!("{m}x{n}x{k} A {al:?}, dense, alpha 1 beta 0"), dense));
+        }
+    }
+    let b = GemmOp::new(200, 264, 72).b(Layout::RowMajor, 264);
+    let (la, lb, lc) = lengths(&b);
+    cases.push(("200x264x72 batch of 3, strided with gaps".into(), b.beta(1.0).batched(3, la + 64, lb + 8, lc + 256)));
+    cases.push(("8192x8192x8192 batch of 1 through the general path, beta 1".into(), GemmOp::new(8192, 8192, 8192).beta(1.0)));
+    cases.push(("256x512x0 (K = 0): C = beta·C".into(), GemmOp::new(256, 512, 0).beta(0.5)));
+    cases
 }
 
 /// Milliseconds per call: `samples` CUDA-event samples of `calls` back-to-back calls each, after

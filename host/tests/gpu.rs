@@ -44,3 +44,21 @@ fn hopper_kernels_match_cublas() {
 fn blackwell_kernels_match_cublas() {
     family_matches_cublas(Family::Blackwell);
 }
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_general_calls_match_cublas() {
+    let gemm = open(Family::Hopper);
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let mut failures = Vec::new();
+    for (i, (what, op)) in testing::general_cases().iter().enumerate() {
+        let r = testing::check_op(&gemm, &blas, &stream, op, seed + i as u64).unwrap();
+        println!("{what}: {:.2e}", r.rel_error);
+        if !r.passed() {
+            failures.push(format!("{what}: {r:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+}

@@ -38,9 +38,17 @@ macro_rules! ladder {
 }
 pub(crate) use ladder;
 
-/// Every GEMM kernel of every family.
+/// The ladder of `family`, v0 first.
+pub fn ladder_of(family: spec::Family) -> &'static [spec::KernelSpec] {
+    match family {
+        spec::Family::Hopper => hopper::LADDER,
+        spec::Family::Blackwell => &[],
+    }
+}
+
+/// Every GEMM kernel of every family: the ladders, then the library's other entries.
 pub fn kernels() -> impl Iterator<Item = &'static spec::KernelSpec> {
-    hopper::LADDER.iter()
+    hopper::LADDER.iter().chain(hopper::v7::VARIANTS)
 }
 
 #[cfg(target_arch = "nvptx64")]

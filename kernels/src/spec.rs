@@ -83,6 +83,15 @@ impl TmaBox {
     }
 }
 
+/// Which dimension of an operand is contiguous in memory. A (M×K) and B (N×K) are K-major in the
+/// native problem C = A·Bᵀ with both row-major; a column-major A is M-major, a row-major K×N B
+/// (C = A·B) is N-major.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Major {
+    K,
+    MN,
+}
+
 /// How the launch grid is sized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grid {
@@ -116,6 +125,12 @@ pub struct KernelSpec {
     pub a_box: TmaBox,
     pub b_box: TmaBox,
     pub c_box: Option<TmaBox>,
+    /// Storage order of A and B this entry reads.
+    pub a_major: Major,
+    pub b_major: Major,
+    /// Takes the general call: rank-3 tensor maps with the batch as the outer dimension, and
+    /// `alpha`, `beta` applied in the epilogue. The ladder's v0–v6 take C = A·Bᵀ only.
+    pub general: bool,
 }
 
 impl KernelSpec {

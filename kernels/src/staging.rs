@@ -32,6 +32,12 @@ impl Staging {
         crate::ptx::smem::st_b32(self.0 + offset(row, col), packed);
     }
 
+    /// Load the two adjacent bf16 (packed) at (`row`, `col`), `col` even.
+    #[inline(always)]
+    pub fn load_b32(self, row: u32, col: u32) -> u32 {
+        crate::ptx::smem::ld_b32(self.0 + offset(row, col))
+    }
+
     /// Store eight adjacent bf16 (`col` a multiple of 8) at (`row`, `col`).
     #[inline(always)]
     pub fn store_v4(self, row: u32, col: u32, packed: [u32; 4]) {

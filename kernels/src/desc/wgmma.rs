@@ -14,6 +14,9 @@
 //! For a K-major operand, "leading" is the step between 8×16-byte core matrices along K and
 //! "stride" the step between 8-row groups along M or N. With the 128-byte swizzle the 8 rows of
 //! 128 bytes form one 1024-byte atom: the stride is 1024 and the leading offset is unused.
+//! For an MN-major swizzled operand (§9.7.15.5.1.2.1) rows are K and the 128 bytes of a row hold 64
+//! consecutive M or N elements: "leading" is the step between such 64-element blocks along M or
+//! N, "stride" the step between 8-row groups along K.
 
 /// The swizzle named in bits 62–63; it must match the TMA box that filled the tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +76,13 @@ impl SmemDesc {
         SmemDesc::new().start_address(addr).leading_byte_offset(16).stride_byte_offset(1024).swizzle(Swizzle::B128)
     }
 
+    /// An MN-major tile of 128-byte rows (64 bf16 along M or N, one row per K index) with the
+    /// 128-byte swizzle, 1024-byte aligned, whose 64-element blocks along M or N are
+    /// `block_bytes` apart. A k16 step is two 8-row atoms: +2048 bytes.
+    pub const fn mn_major_128b(addr: u32, block_bytes: u32) -> Self {
+        SmemDesc::new().start_address(addr).leading_byte_offset(block_bytes).stride_byte_offset(1024).swizzle(Swizzle::B128)
+    }
+
     /// The same descriptor `bytes` further on. Inside a 128-byte swizzle atom, a K step of 16
     /// bf16 is +32 bytes: the hardware applies the swizzle to the address it computes.
     #[inline(always)]
@@ -113,6 +123,17 @@ mod tests {
         // K steps of 16 elements: +32 bytes each, 4 of them per 64-wide swizzle atom.
         assert_eq!(d.advance(32).0 - d.0, 2);
         assert_eq!(d.advance(3 * 32).0 & 0x3fff, 0x40 + 6);
+    }
+
+    #[test]
+    fn mn_major_128b_steps_blocks_by_lbo_and_k_groups_by_sbo() {
+        // A 64(K)×256(N) N-major tile stored as four 64×64 TMA boxes of 8 KiB.
+        let d = SmemDesc::mn_major_128b(0x8000, 8192);
+        assert_eq!(d.0 & 0x3fff, 0x800);
+        assert_eq!((d.0 >> 16) & 0x3fff, 8192 >> 4);
+        assert_eq!((d.0 >> 32) & 0x3fff, 1024 >> 4);
+        assert_eq!(d.0 >> 62, Swizzle::B128 as u64);
+        assert_eq!(SmemDesc::mn_major_128b(0x8000 + 2048, 8192).0 - d.0, 2048 >> 4);
     }
 
     #[test]

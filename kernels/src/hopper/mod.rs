@@ -10,11 +10,12 @@
 //! | [v4] | 2-CTA clusters along M: B halves multicast to both CTAs, cluster-wide `empty` barriers, grouped tile order |
 //! | [v5] | persistent clusters: stages and phases carried across tiles, the epilogue overlaps the next tile's loads |
 //! | [v6] | TMA-store epilogue: swizzled, double-buffered staging, one bulk store in flight; `setmaxnreg` moves registers from producer to consumers |
+//! | [v7] | the library's GEMM: tile shape per problem size, K- or MN-major operands, batches, alpha/beta, L2 promotion |
 
 #[cfg(hopper)]
 use crate::args::GemmArgs;
 
-crate::ladder!(v0 v1 v2 v3 v4 v5 v6);
+crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
 
 /// Store a warpgroup's 64×N fragment (`wgmma` register layout, see
 /// [`Fragment`](crate::ptx::wgmma::Fragment)) to C at rows `row0..row0 + 64`, columns

@@ -12,7 +12,7 @@
 //! all      : wait(full, phase) ◄───────────────────────────────────────────────┘
 //!            wgmma.fence → 4 × mma_async → commit → wait_group 0 → barrier.sync → next K slice
 //! ```
-use crate::spec::{Family, Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -37,6 +37,9 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: None,
+    a_major: Major::K,
+    b_major: Major::K,
+    general: false,
 };
 
 #[cfg(hopper)]

@@ -14,7 +14,7 @@
 //! consumer wg 1, 2    : wait(full[s], ph) ◄──────────────────────────────────────────┘
 //!                       4 × wgmma → commit → wait_group 1 → arrive(empty[s-1]) ──► producer
 //! ```
-use crate::spec::{Family, Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -41,6 +41,9 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: None,
+    a_major: Major::K,
+    b_major: Major::K,
+    general: false,
 };
 
 #[cfg(hopper)]

@@ -14,7 +14,7 @@
 //! consumers: for each tile: for each K slice: wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1
 //!                           wait_group 0 → release last → store C ──(overlaps the producer's next tile)
 //! ```
-use crate::spec::{Family, Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -43,6 +43,9 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: None,
+    a_major: Major::K,
+    b_major: Major::K,
+    general: false,
 };
 
 #[cfg(hopper)]

@@ -16,7 +16,7 @@
 //! consumer wg : for box j in 0..4: [leader] wait_group.read 1 → bar(wg) → st.shared bf16 pairs into buf j%2
 //!               → fence.proxy.async → bar(wg) → [leader] TMA store buf → commit_group
 //! ```
-use crate::spec::{Family, Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -47,6 +47,9 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: Some(C_BOX),
+    a_major: Major::K,
+    b_major: Major::K,
+    general: false,
 };
 
 #[cfg(hopper)]

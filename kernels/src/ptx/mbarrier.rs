@@ -54,16 +54,21 @@ pub fn arrive_expect_tx(bar: Barrier, bytes: u32) {
     unsafe { asm!("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar.0, t = in(reg32) bytes, options(nostack)) };
 }
 
-/// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];` — arrive on the barrier at
-/// the same offset in the CTA of rank `cta` of this cluster (mapped with `mapa`).
+/// `mbarrier.arrive.release.cta.shared::cluster.b64 _, [addr];` — arrive on the barrier at the
+/// same offset in the CTA of rank `cta` of this cluster (mapped with `mapa`).
+///
+/// The release is CTA-scoped on purpose: `.release.cluster` costs a `MEMBAR.ALL.GPU` before every
+/// arrive (seen in the SASS; it halved the throughput of the cluster kernels). The arrivals
+/// here only say "my wgmma reads of this stage have retired", which `wgmma.wait_group` already
+/// guarantees; CUTLASS's cluster pipelines arrive with the same default semantics.
 #[inline(always)]
 pub fn arrive_cluster(bar: Barrier, cta: u32) {
     let remote = super::cluster::mapa(bar.0, cta);
-    unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack)) };
+    unsafe { asm!("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack)) };
 }
 
-/// `@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr];` — [`arrive_cluster`]
-/// where `pred` holds, predicated inside the asm block like [`arrive_if`].
+/// `@p mbarrier.arrive.release.cta.shared::cluster.b64 _, [addr];` — [`arrive_cluster`] where
+/// `pred` holds, predicated inside the asm block like [`arrive_if`].
 #[inline(always)]
 pub fn arrive_cluster_if(bar: Barrier, cta: u32, pred: bool) {
     let remote = super::cluster::mapa(bar.0, cta);
@@ -72,7 +77,7 @@ pub fn arrive_cluster_if(bar: Barrier, cta: u32, pred: bool) {
             "{{",
             ".reg .pred p;",
             "setp.ne.b32 p, {q}, 0;",
-            "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{b}];",
+            "@p mbarrier.arrive.release.cta.shared::cluster.b64 _, [{b}];",
             "}}",
             b = in(reg32) remote,
             q = in(reg32) pred as u32,

@@ -73,3 +73,40 @@ pub fn wait_group_read<const N: u32>() {
 pub fn wait_group<const N: u32>() {
     unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
 }
+
+/// `cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes` — [`load_2d`]
+/// for a rank-3 map; `z` is the batch entry.
+#[inline(always)]
+pub fn load_3d(dst: u32, map: TensorMap, x: i32, y: i32, z: i32, bar: Barrier) {
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map.0, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, b = in(reg32) bar.0,
+            options(nostack)
+        )
+    };
+}
+
+/// [`load_3d`] with `.multicast::cluster` (see [`load_2d_multicast`]).
+#[inline(always)]
+pub fn load_3d_multicast(dst: u32, map: TensorMap, x: i32, y: i32, z: i32, bar: Barrier, mask: u16) {
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}], {k};",
+            d = in(reg32) dst, m = in(reg64) map.0, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, b = in(reg32) bar.0, k = in(reg16) mask,
+            options(nostack)
+        )
+    };
+}
+
+/// `cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group` — [`store_2d`] for a rank-3 map.
+#[inline(always)]
+pub fn store_3d(map: TensorMap, x: i32, y: i32, z: i32, src: u32) {
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}, {z}}}], [{s}];",
+            m = in(reg64) map.0, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, s = in(reg32) src,
+            options(nostack)
+        )
+    };
+}

@@ -41,10 +41,15 @@ impl Contender {
     fn name(&self) -> String {
         match self {
             Contender::Cublas => "cuBLAS".into(),
-            Contender::Kernel(k) => format!("{} v{}", k.family.name(), k.version),
+            Contender::Kernel(k) if hgemm_kernels_is_ladder(k) => format!("{} v{}", k.family.name(), k.version),
+            Contender::Kernel(k) => k.name.to_string(),
             Contender::Auto => "hgemm (auto)".into(),
         }
     }
+}
+
+fn hgemm_kernels_is_ladder(k: &KernelSpec) -> bool {
+    hgemm::ladder_of(k.family).iter().any(|l| l.name == k.name)
 }
 
 fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
@@ -70,7 +75,7 @@ pub fn run(args: &[String]) -> CliResult {
     };
     let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
-    contenders.extend(selected(&gemm, args)?.into_iter().map(Contender::Kernel));
+    contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
     if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "auto")) {
         contenders.push(Contender::Auto);
     }

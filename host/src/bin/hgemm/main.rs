@@ -17,7 +17,7 @@ pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: hgemm <info | verify | bench | ptx --out DIR> [options]
-  verify [--kernels v0,v3,...] [--seed N]
+  verify [--kernels v0,v3,hopper_v7_narrow_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto] [--samples N] [--json F] [--csv F] [--svg F]";
 
 fn main() -> ExitCode {
@@ -52,16 +52,18 @@ pub(crate) fn open() -> Result<Gemm, Error> {
     Gemm::new(hgemm::device::context(0)?)
 }
 
-/// The kernels named by `--kernels v0,v3` (all of the family's when absent).
-pub(crate) fn selected(gemm: &Gemm, args: &[String]) -> Result<Vec<&'static KernelSpec>, Error> {
+/// The kernels named by `--kernels v0,v3,hopper_v7_narrow_kk` (`all`: every entry of the family;
+/// absent: `default`).
+pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item = &'static KernelSpec>) -> Result<Vec<&'static KernelSpec>, Error> {
     match flag(args, "--kernels") {
-        None => Ok(gemm.kernels().collect()),
+        None => Ok(default.collect()),
+        Some("all") => Ok(gemm.kernels().collect()),
         Some(list) => list
             .split(',')
-            .filter(|s| *s != "auto")
-            .map(|v| {
-                let n = v.trim_start_matches('v').parse::<u32>().map_err(|_| Error::UnknownKernel(v.to_string()))?;
-                gemm.kernel(n)
+            .filter(|s| *s != "auto" && *s != "general")
+            .map(|v| match v.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) => gemm.kernel(n),
+                None => gemm.kernels().find(|k| k.name == v).ok_or_else(|| Error::UnknownKernel(v.to_string())),
             })
             .collect(),
     }
@@ -82,7 +84,10 @@ fn info() -> CliResult {
             k.name, k.version, k.tile_m, k.tile_n, k.threads, k.cluster, k.smem_bytes, k.grid, k.adds
         );
     }
-    println!("default  : {}", gemm.default_kernel().name);
+    for (m, n, k) in [(8192, 8192, 8192), (128, 8192, 8192)] {
+        let op = hgemm::GemmOp::new(m, n, k);
+        println!("auto     : {m}x{n}x{k} runs {}", gemm.choose(&op).map(|s| s.name).unwrap_or("-"));
+    }
     Ok(true)
 }
 
@@ -93,10 +98,22 @@ fn verify(args: &[String]) -> CliResult {
     let seed: u64 = flag(args, "--seed").map(|s| s.parse().unwrap_or(1)).unwrap_or_else(|| std::process::id() as u64);
     println!("verify on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
     let (mut passed, mut failed) = (0, 0);
-    for kernel in selected(&gemm, args)? {
+    for kernel in selected(&gemm, args, gemm.kernels())? {
         for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed)? {
             println!("{line}");
             if ok {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+    }
+    if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "general")) {
+        for (i, (what, op)) in testing::general_cases().iter().enumerate() {
+            let r = testing::check_op(&gemm, &blas, &stream, op, seed.wrapping_add(1000 + i as u64))?;
+            let kernel = gemm.choose(op).map(|k| k.name).unwrap_or("-");
+            println!("auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} {}", r.rel_error, if r.passed() { "ok" } else { "FAIL" });
+            if r.passed() {
                 passed += 1;
             } else {
                 failed += 1;

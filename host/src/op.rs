@@ -1,0 +1,426 @@
+//! The call: what to compute ([`GemmOp`]), checked and turned into a launch plan by plain Rust
+//! before anything touches the GPU.
+
+use crate::error::{Error, Result};
+use crate::launch::LaunchShape;
+use crate::tensor_map::TensorMapParams;
+use hgemm_kernels::args::GemmArgs;
+use hgemm_kernels::spec::{KernelSpec, Major};
+
+/// Storage order of a matrix in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Rows are contiguous; the leading dimension is the distance between rows.
+    RowMajor,
+    /// Columns are contiguous; the leading dimension is the distance between columns.
+    ColMajor,
+}
+
+impl Layout {
+    fn flip(self) -> Layout {
+        match self {
+            Layout::RowMajor => Layout::ColMajor,
+            Layout::ColMajor => Layout::RowMajor,
+        }
+    }
+}
+
+/// C = alpha·A·B + beta·C for a strided batch: A is M×K, B is K×N, C is M×N, each stored in
+/// either order with its own leading dimension (in elements, a multiple of 8: TMA moves rows of
+/// 16-byte multiples). Batch entry `i` of each operand starts `stride_*·i` elements after the
+/// first.
+///
+/// [`GemmOp::new`] describes the project's native problem, C = A·Bᵀ with A (M×K), B (N×K) and C
+/// all row-major and dense: in these terms B is K×N column-major.
+///
+/// ```
+/// use hgemm::{GemmOp, Layout};
+/// // y = x·W for x (M×K) and W (K×N), both row-major, accumulating into y:
+/// let op = GemmOp::new(128, 4096, 1024).b(Layout::RowMajor, 4096).beta(1.0);
+/// assert_eq!(op.ldb, 4096);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmOp {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a_layout: Layout,
+    pub lda: usize,
+    pub b_layout: Layout,
+    pub ldb: usize,
+    pub c_layout: Layout,
+    pub ldc: usize,
+    pub alpha: f32,
+    pub beta: f32,
+    pub batch: usize,
+    pub stride_a: usize,
+    pub stride_b: usize,
+    pub stride_c: usize,
+}
+
+impl GemmOp {
+    /// C = A·Bᵀ: A (M×K), B (N×K) and C (M×N) row-major and dense, one GEMM.
+    pub fn new(m: usize, n: usize, k: usize) -> GemmOp {
+        GemmOp {
+            m,
+            n,
+            k,
+            a_layout: Layout::RowMajor,
+            lda: k,
+            b_layout: Layout::ColMajor,
+            ldb: k,
+            c_layout: Layout::RowMajor,
+            ldc: n,
+            alpha: 1.0,
+            beta: 0.0,
+            batch: 1,
+            stride_a: m * k,
+            stride_b: n * k,
+            stride_c: m * n,
+        }
+    }
+
+    /// A's storage order and leading dimension (A is M×K).
+    pub fn a(self, layout: Layout, ld: usize) -> GemmOp {
+        GemmOp { a_layout: layout, lda: ld, stride_a: self.extent_rows(layout, self.m, self.k) * ld, ..self }
+    }
+
+    /// B's storage order and leading dimension (B is K×N).
+    pub fn b(self, layout: Layout, ld: usize) -> GemmOp {
+        GemmOp { b_layout: layout, ldb: ld, stride_b: self.extent_rows(layout, self.k, self.n) * ld, ..self }
+    }
+
+    /// C's storage order and leading dimension (C is M×N).
+    pub fn c(self, layout: Layout, ld: usize) -> GemmOp {
+        GemmOp { c_layout: layout, ldc: ld, stride_c: self.extent_rows(layout, self.m, self.n) * ld, ..self }
+    }
+
+    pub fn alpha(self, alpha: f32) -> GemmOp {
+        GemmOp { alpha, ..self }
+    }
+
+    pub fn beta(self, beta: f32) -> GemmOp {
+        GemmOp { beta, ..self }
+    }
+
+    /// `count` GEMMs whose operands are `stride_a`, `stride_b`, `stride_c` elements apart.
+    pub fn batched(self, count: usize, stride_a: usize, stride_b: usize, stride_c: usize) -> GemmOp {
+        GemmOp { batch: count, stride_a, stride_b, stride_c, ..self }
+    }
+
+    /// Rows in memory of a `rows × cols` matrix stored in `layout`.
+    fn extent_rows(&self, layout: Layout, rows: usize, cols: usize) -> usize {
+        match layout {
+            Layout::RowMajor => rows,
+            Layout::ColMajor => cols,
+        }
+    }
+
+    /// Elements a buffer must hold for operand `name`.
+    fn needed(name: &'static str, layout: Layout, rows: usize, cols: usize, ld: usize, batch: usize, stride: usize) -> Result<usize> {
+        let (mem_rows, mem_cols) = match layout {
+            Layout::RowMajor => (rows, cols),
+            Layout::ColMajor => (cols, rows),
+        };
+        if ld < mem_cols {
+            return Err(Error::LeadingDimension { operand: name, ld, min: mem_cols });
+        }
+        let one = (mem_rows - 1) * ld + mem_cols;
+        Ok((batch - 1) * stride + one)
+    }
+
+    /// Every check that needs no device: dimensions, leading dimensions, strides, buffer lengths.
+    /// `Ok(false)` means there is nothing to compute (M, N or the batch is zero).
+    pub fn validate(&self, len_a: usize, len_b: usize, len_c: usize) -> Result<bool> {
+        for (name, v) in [("M", self.m), ("N", self.n), ("K", self.k)] {
+            if v > i32::MAX as usize {
+                return Err(Error::InvalidShape(format!("{name} = {v} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)")));
+            }
+        }
+        if self.k % 8 != 0 {
+            return Err(Error::InvalidShape(format!(
+                "K = {} is not a multiple of 8: TMA needs rows of A and B to be 16-byte multiples",
+                self.k
+            )));
+        }
+        if self.batch > u32::MAX as usize {
+            return Err(Error::InvalidShape(format!("batch of {} exceeds 2^32 - 1", self.batch)));
+        }
+        if !self.alpha.is_finite() || !self.beta.is_finite() {
+            return Err(Error::InvalidShape(format!("alpha = {} and beta = {} must be finite", self.alpha, self.beta)));
+        }
+        if self.m == 0 || self.n == 0 || self.batch == 0 {
+            return Ok(false);
+        }
+        let c = Self::needed("C", self.c_layout, self.m, self.n, self.ldc, self.batch, self.stride_c)?;
+        let c_one = c - (self.batch - 1) * self.stride_c;
+        if self.batch > 1 && self.stride_c < c_one {
+            return Err(Error::InvalidShape(format!(
+                "batch entries of C overlap: stride_c = {} but one C spans {c_one} elements",
+                self.stride_c
+            )));
+        }
+        if len_c < c {
+            return Err(Error::BufferTooSmall { operand: "C", needed: c, len: len_c });
+        }
+        if self.k > 0 {
+            let a = Self::needed("A", self.a_layout, self.m, self.k, self.lda, self.batch, self.stride_a)?;
+            let b = Self::needed("B", self.b_layout, self.k, self.n, self.ldb, self.batch, self.stride_b)?;
+            if len_a < a {
+                return Err(Error::BufferTooSmall { operand: "A", needed: a, len: len_a });
+            }
+            if len_b < b {
+                return Err(Error::BufferTooSmall { operand: "B", needed: b, len: len_b });
+            }
+        }
+        Ok(true)
+    }
+
+    /// The same computation with C row-major: a column-major C is Cᵀ = Bᵀ·Aᵀ row-major, so the
+    /// operands swap places and each one's storage order reads the other way round.
+    pub(crate) fn row_major_c(&self) -> (GemmOp, bool) {
+        if self.c_layout == Layout::RowMajor {
+            return (*self, false);
+        }
+        let t = GemmOp {
+            m: self.n,
+            n: self.m,
+            a_layout: self.b_layout.flip(),
+            lda: self.ldb,
+            b_layout: self.a_layout.flip(),
+            ldb: self.lda,
+            c_layout: Layout::RowMajor,
+            stride_a: self.stride_b,
+            stride_b: self.stride_a,
+            ..*self
+        };
+        (t, true)
+    }
+
+    /// Whether this is exactly the native problem on dense operands (what v0–v6 compute).
+    pub fn is_native(&self) -> bool {
+        let dense = GemmOp::new(self.m, self.n, self.k);
+        self.a_layout == dense.a_layout
+            && self.b_layout == dense.b_layout
+            && self.c_layout == Layout::RowMajor
+            && (self.lda, self.ldb, self.ldc) == (dense.lda, dense.ldb, dense.ldc)
+            && self.alpha == 1.0
+            && self.beta == 0.0
+            && self.batch == 1
+    }
+
+    /// A-operand order as the kernels see it (A is M×K: row-major is K-major).
+    pub(crate) fn a_major(&self) -> Major {
+        if self.a_layout == Layout::RowMajor { Major::K } else { Major::MN }
+    }
+
+    /// B-operand order as the kernels see it (B is K×N: column-major is K-major).
+    pub(crate) fn b_major(&self) -> Major {
+        if self.b_layout == Layout::ColMajor { Major::K } else { Major::MN }
+    }
+}
+
+/// What a kernel needs for one launch, computed from a row-major-C [`GemmOp`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub maps: [TensorMapParams; 3],
+    pub args: GemmArgs,
+}
+
+/// Whether `spec` can compute `op` (C row-major), and if not, why.
+pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
+    let why = if !spec.general && !op.is_native() {
+        Some("it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string())
+    } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
+        Some(format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major))
+    } else {
+        None
+    };
+    match why {
+        Some(reason) => Err(Error::Unsupported { kernel: spec.name, reason }),
+        None => Ok(()),
+    }
+}
+
+/// Tensor maps and arguments for `spec` computing `op` (C row-major, already validated) on
+/// buffers at `a`, `b`, `c`.
+pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Plan> {
+    supports(spec, op)?;
+    let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { p };
+    let batch = op.batch as u64;
+    let (m, n, k) = (op.m as u64, op.n as u64, op.k as u64);
+    let (map_a, map_b) = if op.k == 0 {
+        // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them
+        // at C's first row).
+        let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
+        (unread("A", a, spec.a_box)?, unread("B", b, spec.b_box)?)
+    } else {
+        let map_a = match op.a_layout {
+            Layout::RowMajor => TensorMapParams::matrix("A", a, m, k, op.lda as u64, batch, op.stride_a as u64, spec.a_box)?,
+            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, spec.a_box)?,
+        };
+        let map_b = match op.b_layout {
+            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, spec.b_box)?,
+            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, spec.b_box)?,
+        };
+        (map_a, map_b)
+    };
+    let map_c = match spec.c_box {
+        Some(c_box) => TensorMapParams::matrix("C", c, m, n, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
+            Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
+        })?,
+        None => {
+            if c % 4 != 0 {
+                return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
+            }
+            // Not read by direct-store kernels, but every entry takes three maps.
+            map_a.clone()
+        }
+    };
+    let args = GemmArgs {
+        m: op.m as u32,
+        n: op.n as u32,
+        k: op.k as u32,
+        batch: op.batch as u32,
+        c,
+        ldc: op.ldc as u64,
+        stride_c: op.stride_c as u64,
+        alpha: op.alpha,
+        beta: op.beta,
+    };
+    Ok(Plan { maps: [rank3(map_a), rank3(map_b), rank3(map_c)], args })
+}
+
+/// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
+/// read A and B in `op`'s orders, the one whose tiles take the least time, counting waves of
+/// tiles over the SMs and the work of one tile relative to the widest (scaled by how efficient
+/// the shape measured).
+pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
+    let cost = |s: &KernelSpec| {
+        let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
+        let waves = tiles.div_ceil(sms as u64) as f64;
+        let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
+        waves * area / tile_efficiency(s)
+    };
+    kernels
+        .filter(|s| s.general && s.a_major == op.a_major() && s.b_major == op.b_major())
+        .min_by(|x, y| cost(x).total_cmp(&cost(y)))
+}
+
+/// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
+fn tile_efficiency(s: &KernelSpec) -> f64 {
+    if s.tile_n >= 256 { 1.0 } else { 0.75 }
+}
+
+/// The launch shape of `spec` for `op`.
+pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
+    LaunchShape::new(spec, op.m as u32, op.n as u32, op.batch as u32, max_clusters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hgemm_kernels::hopper;
+
+    #[test]
+    fn native_op_and_its_checks() {
+        let op = GemmOp::new(256, 512, 64);
+        assert!(op.is_native());
+        assert_eq!(op.validate(256 * 64, 512 * 64, 256 * 512), Ok(true));
+        assert_eq!(op.validate(256 * 64 - 1, 512 * 64, 256 * 512), Err(Error::BufferTooSmall { operand: "A", needed: 256 * 64, len: 256 * 64 - 1 }));
+        assert_eq!(op.validate(256 * 64, 512 * 64 - 1, 256 * 512), Err(Error::BufferTooSmall { operand: "B", needed: 512 * 64, len: 512 * 64 - 1 }));
+        assert_eq!(op.validate(256 * 64, 512 * 64, 100), Err(Error::BufferTooSmall { operand: "C", needed: 256 * 512, len: 100 }));
+        assert!(matches!(GemmOp::new(8, 8, 12).validate(1000, 1000, 1000), Err(Error::InvalidShape(s)) if s.contains("multiple of 8")));
+        assert!(matches!(GemmOp::new(8, 8, 8).alpha(f32::NAN).validate(64, 64, 64), Err(Error::InvalidShape(_))));
+        assert!(matches!(GemmOp::new(1 << 31, 8, 8).validate(0, 0, 0), Err(Error::InvalidShape(s)) if s.contains("M =")));
+    }
+
+    #[test]
+    fn zero_sizes_are_no_ops_and_k_zero_still_checks_c() {
+        assert_eq!(GemmOp::new(0, 5, 8).validate(0, 0, 0), Ok(false));
+        assert_eq!(GemmOp::new(5, 0, 8).validate(0, 0, 0), Ok(false));
+        assert_eq!(GemmOp::new(5, 8, 8).batched(0, 0, 0, 0).validate(0, 0, 0), Ok(false));
+        // K = 0: C = beta·C, A and B are not read.
+        assert_eq!(GemmOp::new(4, 8, 0).validate(0, 0, 32), Ok(true));
+        assert!(matches!(GemmOp::new(4, 8, 0).validate(0, 0, 31), Err(Error::BufferTooSmall { operand: "C", .. })));
+    }
+
+    #[test]
+    fn leading_dimensions_and_layouts() {
+        // A column-major M×K needs lda ≥ M; B row-major K×N needs ldb ≥ N.
+        let op = GemmOp::new(100, 64, 32).a(Layout::ColMajor, 96);
+        assert_eq!(op.validate(1 << 20, 1 << 20, 1 << 20), Err(Error::LeadingDimension { operand: "A", ld: 96, min: 100 }));
+        let op = GemmOp::new(100, 64, 32).b(Layout::RowMajor, 56);
+        assert_eq!(op.validate(1 << 20, 1 << 20, 1 << 20), Err(Error::LeadingDimension { operand: "B", ld: 56, min: 64 }));
+        let op = GemmOp::new(100, 64, 32).c(Layout::RowMajor, 72);
+        // Sub-matrix C: 99 rows of 72 plus one of 64.
+        assert_eq!(op.validate(100 * 32, 64 * 32, 99 * 72 + 64), Ok(true));
+        assert!(!op.is_native());
+        assert_eq!((op.a_major(), op.b_major()), (Major::K, Major::K));
+        let op = GemmOp::new(100, 64, 32).a(Layout::ColMajor, 104).b(Layout::RowMajor, 64);
+        assert_eq!((op.a_major(), op.b_major()), (Major::MN, Major::MN));
+    }
+
+    #[test]
+    fn batches_must_not_overlap_in_c() {
+        let op = GemmOp::new(16, 16, 16).batched(3, 256, 256, 200);
+        assert!(matches!(op.validate(1 << 20, 1 << 20, 1 << 20), Err(Error::InvalidShape(s)) if s.contains("overlap")));
+        let op = GemmOp::new(16, 16, 16).batched(3, 256, 256, 256);
+        assert_eq!(op.validate(3 * 256, 3 * 256, 3 * 256), Ok(true));
+        assert!(matches!(op.validate(3 * 256, 3 * 256, 3 * 256 - 1), Err(Error::BufferTooSmall { operand: "C", .. })));
+    }
+
+    #[test]
+    fn column_major_c_swaps_the_operands() {
+        let op = GemmOp::new(100, 60, 32).a(Layout::RowMajor, 40).b(Layout::RowMajor, 64).c(Layout::ColMajor, 104);
+        let (t, swapped) = op.row_major_c();
+        assert!(swapped);
+        assert_eq!((t.m, t.n, t.k), (60, 100, 32));
+        // Cᵀ = Bᵀ·Aᵀ: the new A is Bᵀ (N×K), stored as B was, read the other way.
+        assert_eq!((t.a_layout, t.lda), (Layout::ColMajor, 64));
+        assert_eq!((t.b_layout, t.ldb), (Layout::ColMajor, 40));
+        assert_eq!((t.c_layout, t.ldc), (Layout::RowMajor, 104));
+    }
+
+    #[test]
+    fn ladder_kernels_refuse_general_calls() {
+        let v6 = &hopper::v6::SPEC;
+        assert!(supports(v6, &GemmOp::new(64, 64, 64)).is_ok());
+        assert!(matches!(supports(v6, &GemmOp::new(64, 64, 64).beta(1.0)), Err(Error::Unsupported { kernel: "hopper_v6", .. })));
+        assert!(matches!(supports(&hopper::v7::SPEC, &GemmOp::new(64, 64, 64).b(Layout::RowMajor, 64)), Err(Error::Unsupported { .. })));
+        assert!(supports(&hopper::v7::SPEC, &GemmOp::new(64, 64, 64).beta(0.5).batched(2, 4096, 4096, 4096)).is_ok());
+    }
+
+    #[test]
+    fn plans_map_each_layout_onto_the_kernel_coordinates() {
+        let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+        let op = GemmOp::new(300, 200, 64).a(Layout::ColMajor, 304).b(Layout::RowMajor, 200);
+        let spec = choose(kernels.iter().copied(), &op, 132).unwrap();
+        assert_eq!((spec.a_major, spec.b_major), (Major::MN, Major::MN));
+        let p = plan(spec, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        // A column-major: K rows of M contiguous elements; B row-major: K rows of N.
+        assert_eq!((p.maps[0].dims, p.maps[0].strides[0]), ([300, 64, 1], 608));
+        assert_eq!((p.maps[1].dims, p.maps[1].strides[0]), ([200, 64, 1], 400));
+        assert_eq!(p.maps[2].dims, [200, 300, 1]);
+        assert!(p.maps.iter().all(|m| m.rank == 3), "general kernels take rank-3 maps");
+        assert_eq!((p.args.m, p.args.n, p.args.k, p.args.batch), (300, 200, 64, 1));
+    }
+
+    #[test]
+    fn k_zero_plans_without_reading_a_or_b() {
+        let op = GemmOp::new(64, 64, 0).beta(0.5);
+        let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3000).unwrap();
+        assert_eq!(p.args.k, 0);
+        assert_eq!(p.maps[0].address, 0x3000);
+    }
+
+    #[test]
+    fn auto_picks_narrow_tiles_only_when_wide_ones_leave_sms_idle() {
+        let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+        let pick = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().tile_n;
+        assert_eq!(pick(8192, 8192, 8192), 256);
+        assert_eq!(pick(2048, 2048, 2048), 256);
+        assert_eq!(pick(128, 8192, 8192), 64);
+        assert_eq!(pick(64, 64, 64), 64);
+    }
+}

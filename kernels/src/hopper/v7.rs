@@ -1,0 +1,368 @@
+//! Hopper v7 — v6's pipeline as the library's GEMM: a tile shape per problem size, either
+//! storage order for A and B, strided batches, alpha/beta, and L2 promotion.
+//!
+//! The measured v6 design (persistent 2-CTA clusters, a producer warpgroup and two consumer
+//! warpgroups with `setmaxnreg`, 4 stages, a TMA-store epilogue) is kept and generalised:
+//! - **Tile shapes** ([`Tile`]): [`Wide`] is v6's 128×256 tile in clusters of two; [`Narrow`] is
+//!   128×64 without clusters and with 8 stages, for outputs too small to give every SM a wide
+//!   tile (M = 128, N = 8192 makes 32 wide tiles for 132 SMs, but 128 narrow ones). The host
+//!   picks by the number of waves each shape needs.
+//! - **Storage order**: an M-major A (column-major) or N-major B (C = A·B with B row-major) is
+//!   loaded as 64-element-wide TMA boxes along M or N and read with `wgmma`'s transpose bits and
+//!   MN-major descriptors; nothing is transposed in memory.
+//! - **Batches**: rank-3 tensor maps whose outer dimension is the batch entry; the tile order
+//!   walks batch entries one after the other.
+//! - **alpha, beta**: C = alpha·A·B + beta·C. With beta ≠ 0 the staging box is first filled with
+//!   the old C by a TMA load on the consumer's own mbarrier; with beta = 0, C is never read.
+//! - **L2 promotion** of 256 bytes on the operand loads.
+//!
+//! ```text
+//! producer (1 thread, 40 regs) : per tile, per K slice: wait(empty[s]) → expect_tx(full[s])
+//!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
+//! consumer wg (232 regs)       : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
+//!                                → st.shared → fence.proxy.async → TMA store (one in flight)
+//! ```
+use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
+#[cfg(hopper)]
+use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
+
+const BM: u32 = 128;
+const BK: u32 = 64;
+const CONSUMERS: u32 = 2;
+const THREADS: u32 = 128 * (1 + CONSUMERS);
+const GROUP_M: u32 = 8;
+/// Width of a swizzled TMA box along K (K-major) or along M/N (MN-major): 128 bytes.
+const SPAN: u32 = 64;
+const C_BOX: TmaBox = TmaBox::new(crate::staging::BOX_COLS, 64, Swizzle::B128);
+
+/// A CTA tile shape: `BM` × `BN` with each consumer warpgroup holding 64 × `BN`.
+pub trait Tile {
+    const BN: u32;
+    /// CTAs per cluster, stacked along M; they split B and multicast it.
+    const CLUSTER: u32;
+    const STAGES: u32;
+    #[cfg(hopper)]
+    type Acc: Fragment;
+    #[cfg(hopper)]
+    fn mma<const TRANS_A: u32, const TRANS_B: u32>(acc: &mut Self::Acc, a: SmemDesc, b: SmemDesc, scale_d: u32);
+}
+
+/// 128×256, clusters of two: v6's tile.
+pub struct Wide;
+/// 128×64, no cluster, 8 stages: for outputs with fewer wide tiles than SMs.
+pub struct Narrow;
+
+impl Tile for Wide {
+    const BN: u32 = 256;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    #[cfg(hopper)]
+    type Acc = [f32; 128];
+    #[cfg(hopper)]
+    #[inline(always)]
+    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc, scale_d: u32) {
+        crate::ptx::wgmma::mma_async_m64n256k16::<TA, TB>(acc, a, b, scale_d);
+    }
+}
+
+impl Tile for Narrow {
+    const BN: u32 = 64;
+    const CLUSTER: u32 = 1;
+    const STAGES: u32 = 8;
+    #[cfg(hopper)]
+    type Acc = [f32; 32];
+    #[cfg(hopper)]
+    #[inline(always)]
+    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 32], a: SmemDesc, b: SmemDesc, scale_d: u32) {
+        crate::ptx::wgmma::mma_async_m64n64k16::<TA, TB>(acc, a, b, scale_d);
+    }
+}
+
+const fn major(mn: bool) -> Major {
+    if mn { Major::MN } else { Major::K }
+}
+
+/// The box A is loaded in: the whole 128×64 K-major slice, or 64(M)×64(K) MN-major pieces.
+const fn a_box(mn: bool) -> TmaBox {
+    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, BM, Swizzle::B128) };
+    b.promote_l2(L2Promotion::B256)
+}
+
+/// The box B is loaded in: this CTA's `BN / CLUSTER` rows K-major, or 64(N)×64(K) MN-major pieces.
+const fn b_box<T: Tile>(mn: bool) -> TmaBox {
+    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BN / T::CLUSTER, Swizzle::B128) };
+    b.promote_l2(L2Promotion::B256)
+}
+
+/// Operand stages, two staging boxes per consumer, `full`/`empty` per stage and a C-load barrier
+/// per consumer.
+const fn smem<T: Tile>() -> SmemPlan {
+    SmemPlan::new(T::STAGES, BM * BK * 2, T::BN * BK * 2, CONSUMERS * 2 * C_BOX.bytes(), 2 * T::STAGES + CONSUMERS)
+}
+
+const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
+    KernelSpec {
+        name,
+        family: Family::Hopper,
+        version: 7,
+        adds: "tile shape per problem, either storage order, batches, alpha/beta, L2 promotion",
+        tile_m: BM,
+        tile_n: T::BN,
+        group_m: GROUP_M,
+        threads: THREADS,
+        cluster: T::CLUSTER,
+        grid: Grid::Persistent,
+        smem_bytes: smem::<T>().bytes,
+        a_box: a_box(a_mn),
+        b_box: b_box::<T>(b_mn),
+        c_box: Some(C_BOX),
+        a_major: major(a_mn),
+        b_major: major(b_mn),
+        general: true,
+    }
+}
+
+/// The ladder's v7: wide tiles, A and B K-major (C = A·Bᵀ, both row-major).
+pub const SPEC: KernelSpec = spec::<Wide>("hopper_v7", false, false);
+
+/// Every other entry the library dispatches to: each tile shape with each storage order.
+pub const VARIANTS: &[KernelSpec] = &[
+    spec::<Wide>("hopper_v7_wide_kmn", false, true),
+    spec::<Wide>("hopper_v7_wide_mnk", true, false),
+    spec::<Wide>("hopper_v7_wide_mnmn", true, true),
+    spec::<Narrow>("hopper_v7_narrow_kk", false, false),
+    spec::<Narrow>("hopper_v7_narrow_kmn", false, true),
+    spec::<Narrow>("hopper_v7_narrow_mnk", true, false),
+    spec::<Narrow>("hopper_v7_narrow_mnmn", true, true),
+];
+
+/// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
+macro_rules! entries {
+    ($($name:ident: $tile:ty, $a_mn:literal, $b_mn:literal;)*) => {$(
+        #[cfg(hopper)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            _a: crate::args::TensorMapParam,
+            _b: crate::args::TensorMapParam,
+            _c: crate::args::TensorMapParam,
+            args: crate::args::GemmArgs,
+        ) {
+            let maps = [
+                crate::tensor_map_param!($name, 0),
+                crate::tensor_map_param!($name, 1),
+                crate::tensor_map_param!($name, 2),
+            ];
+            gemm::<$tile, { <$tile as Tile>::STAGES }, { $a_mn as u32 }, { $b_mn as u32 }>(maps, &args);
+        }
+    )*};
+}
+
+entries! {
+    hopper_v7: Wide, false, false;
+    hopper_v7_wide_kmn: Wide, false, true;
+    hopper_v7_wide_mnk: Wide, true, false;
+    hopper_v7_wide_mnmn: Wide, true, true;
+    hopper_v7_narrow_kk: Narrow, false, false;
+    hopper_v7_narrow_kmn: Narrow, false, true;
+    hopper_v7_narrow_mnk: Narrow, true, false;
+    hopper_v7_narrow_mnmn: Narrow, true, true;
+}
+
+#[cfg(hopper)]
+#[inline(always)]
+/// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
+/// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
+fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 3], args: &crate::args::GemmArgs) {
+    use crate::epilogue::bf16x2_to_f32;
+    use crate::pipeline::PipelineState;
+    use crate::ptx::mbarrier::{self, Barrier};
+    use crate::ptx::wgmma;
+    use crate::ptx::{bar, cluster, cvt, fence, setmaxnreg, smem, sreg, tma};
+    use crate::staging::Staging;
+
+    let [map_a, map_b, map_c] = maps;
+    let (a_mn, b_mn) = (TRANS_A != 0, TRANS_B != 0);
+    let smem_plan = smem::<T>();
+    let (a_box, b_box) = (a_box(a_mn), b_box::<T>(b_mn));
+    let stages = STAGES;
+    let base = smem::base();
+    let full = |s: u32| Barrier(base + smem_plan.barrier(s));
+    let empty = |s: u32| Barrier(base + smem_plan.barrier(stages + s));
+    let c_load = |c: u32| Barrier(base + smem_plan.barrier(2 * stages + c));
+    let tid = sreg::tid_x();
+    let wg = tid / 128;
+
+    let rank = sreg::cluster_ctarank();
+    let sched = KernelSpec { cluster: T::CLUSTER, tile_n: T::BN, ..SPEC }.scheduler(args.m, args.n);
+    let tiles = sched.num_tiles();
+    // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`.
+    let unit = |idx: u32| {
+        let (tm, tn) = sched.tile(idx % tiles);
+        ((tm * T::CLUSTER + rank) * BM, tn * T::BN, (idx / tiles) as i32)
+    };
+    let (first, stride) = (sreg::clusterid_x(), sreg::nclusterid_x());
+    let units = tiles * args.batch;
+    let num_kb = args.k.div_ceil(BK);
+    // Each stage receives this CTA's A and every CTA's share of B.
+    let stage_bytes = BM * BK * 2 + T::BN * BK * 2;
+    let b_share = T::BN / T::CLUSTER;
+
+    if tid == 0 {
+        for s in 0..stages {
+            mbarrier::init(full(s), 1);
+            mbarrier::init(empty(s), CONSUMERS * T::CLUSTER);
+        }
+        for c in 0..CONSUMERS {
+            mbarrier::init(c_load(c), 1);
+        }
+        fence::mbarrier_init_release_cluster();
+    }
+    // Both CTAs' barriers exist before anyone multicasts or arrives remotely.
+    cluster::sync();
+
+    if wg == 0 {
+        setmaxnreg::dec::<40>();
+        if tid == 0 {
+            let mut write = PipelineState::<STAGES>::producer();
+            let mut idx = first;
+            while idx < units {
+                let (m0, n0, z) = unit(idx);
+                for kb in 0..num_kb {
+                    let s = write.stage;
+                    let k0 = (kb * BK) as i32;
+                    mbarrier::wait(empty(s), write.phase);
+                    mbarrier::arrive_expect_tx(full(s), stage_bytes);
+                    let a_dst = base + smem_plan.a_stage(s);
+                    if a_mn {
+                        for i in 0..BM / SPAN {
+                            tma::load_3d(a_dst + i * a_box.bytes(), map_a, (m0 + i * SPAN) as i32, k0, z, full(s));
+                        }
+                    } else {
+                        tma::load_3d(a_dst, map_a, k0, m0 as i32, z, full(s));
+                    }
+                    // This CTA's share of B lands at the same offset in every CTA of the cluster.
+                    let b_dst = base + smem_plan.b_stage(s) + rank * b_share * BK * 2;
+                    let n = n0 + rank * b_share;
+                    let mask = (1u16 << T::CLUSTER) - 1;
+                    if b_mn {
+                        for i in 0..b_share / SPAN {
+                            let (dst, x) = (b_dst + i * b_box.bytes(), (n + i * SPAN) as i32);
+                            if T::CLUSTER > 1 {
+                                tma::load_3d_multicast(dst, map_b, x, k0, z, full(s), mask);
+                            } else {
+                                tma::load_3d(dst, map_b, x, k0, z, full(s));
+                            }
+                        }
+                    } else if T::CLUSTER > 1 {
+                        tma::load_3d_multicast(b_dst, map_b, k0, n as i32, z, full(s), mask);
+                    } else {
+                        tma::load_3d(b_dst, map_b, k0, n as i32, z, full(s));
+                    }
+                    write.advance();
+                }
+                idx += stride;
+            }
+        }
+    } else {
+        setmaxnreg::inc::<232>();
+        let c = wg - 1;
+        let leader = tid % 128 == 0;
+        let (warp, lane) = ((tid % 128) / 32, tid % 32);
+        let staging = |buf: u32| Staging(base + smem_plan.c + (2 * c + buf) * C_BOX.bytes());
+        let mut acc = T::Acc::zeroed();
+        let mut read = PipelineState::<STAGES>::new();
+        let mut c_phase = 0;
+        let mut idx = first;
+        while idx < units {
+            let (m0, n0, z) = unit(idx);
+            let mut prev = 0;
+            for kb in 0..num_kb {
+                let s = read.stage;
+                mbarrier::wait(full(s), read.phase);
+
+                wgmma::fence();
+                let (a_stage, b_stage) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
+                for k in 0..BK / 16 {
+                    let a = if a_mn {
+                        SmemDesc::mn_major_128b(a_stage + c * a_box.bytes() + 2048 * k, a_box.bytes())
+                    } else {
+                        SmemDesc::k_major_128b(a_stage + c * 64 * 128).advance(32 * k)
+                    };
+                    let b = if b_mn {
+                        SmemDesc::mn_major_128b(b_stage + 2048 * k, b_box.bytes())
+                    } else {
+                        SmemDesc::k_major_128b(b_stage).advance(32 * k)
+                    };
+                    T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb + k != 0) as u32);
+                }
+                wgmma::commit_group();
+                // The previous slice's MMAs have retired: its stage may be refilled.
+                acc.wait_group::<1>();
+                for cta in 0..T::CLUSTER {
+                    mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > 0);
+                }
+                prev = s;
+                read.advance();
+            }
+            acc.wait_group::<0>();
+            for cta in 0..T::CLUSTER {
+                mbarrier::arrive_cluster_if(empty(prev), cta, leader);
+            }
+
+            // One pass over the register pairs in column order; the 16 pairs of each 64-column
+            // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
+            // constants once unrolled, which keeps the pass straight-line and lets each pair's
+            // registers die as soon as it is staged.
+            let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
+            let pairs_per_box = C_BOX.inner / 4;
+            acc.for_each_pair(|p, lo, hi| {
+                let j = p / pairs_per_box;
+                let buf = staging(j % 2);
+                let x = (n0 + j * C_BOX.inner) as i32;
+                if p % pairs_per_box == 0 {
+                    if leader {
+                        // The store issued from this buffer two boxes ago has read it.
+                        tma::wait_group_read::<1>();
+                    }
+                    if scale_c {
+                        if leader {
+                            mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
+                            tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
+                        }
+                        mbarrier::wait(c_load(c), c_phase);
+                        c_phase ^= 1;
+                    } else {
+                        bar::sync(1 + c, 128);
+                    }
+                }
+                let row = 16 * warp + lane / 4 + 8 * (p % 2);
+                let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
+                let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                if scale_c {
+                    let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
+                    lo += args.beta * old_lo;
+                    hi += args.beta * old_hi;
+                }
+                buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
+                if p % pairs_per_box == pairs_per_box - 1 {
+                    fence::proxy_async_shared_cta();
+                    bar::sync(1 + c, 128);
+                    if leader {
+                        tma::store_3d(map_c, x, row0 as i32, z, buf.0);
+                        tma::commit_group();
+                    }
+                }
+            });
+            // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
+            acc = T::Acc::zeroed();
+            idx += stride;
+        }
+        if leader {
+            // Shared memory must outlive the stores still reading it.
+            tma::wait_group_read::<0>();
+        }
+    }
+    // The peer may still arrive on this CTA's barriers until it is done.
+    cluster::sync();
+}
