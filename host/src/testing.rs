@@ -158,11 +158,31 @@ pub fn cpu_reference_op(op: &GemmOp, a: &[bf16], b: &[bf16]) -> Vec<f64> {
 
 /// The dense single GEMM `kernel` computes: C = A·B with A and B in the storage orders it reads
 /// (the native C = A·Bᵀ for the ladder).
+/// An MN-major operand's leading dimension is M or N rounded up to 8 (TMA's 16-byte rows).
 pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
     use hgemm_kernels::spec::Major;
     let op = GemmOp::new(m, n, k);
-    let op = if kernel.a_major == Major::MN { op.a(Layout::ColMajor, m) } else { op };
-    if kernel.b_major == Major::MN { op.b(Layout::RowMajor, n) } else { op }
+    let op = if kernel.a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
+    if kernel.b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
+}
+
+/// The whole C buffer after `op`, in f64 on the CPU: `c` is its content before the call
+/// (padding and, with beta ≠ 0, the old values).
+pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) -> Vec<f64> {
+    let mut out: Vec<f64> = c.iter().map(|x| x.to_f64()).collect();
+    for z in 0..op.batch {
+        let (a, b) = (&a[z * op.stride_a..], &b[z * op.stride_b..]);
+        let at = |i: usize, kk: usize| if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64();
+        let bt = |kk: usize, j: usize| if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64();
+        for i in 0..op.m {
+            for j in 0..op.n {
+                let at_c = z * op.stride_c + if op.c_layout == Layout::RowMajor { i * op.ldc + j } else { j * op.ldc + i };
+                let ab: f64 = (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum();
+                out[at_c] = op.alpha as f64 * ab + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
+            }
+        }
+    }
+    out
 }
 
 /// How far an output is from a reference.
@@ -219,8 +239,10 @@ pub const CPU_CHECK_MAX_MACS: usize = 1 << 27;
 /// Run `kernel` once on fresh random inputs and check it against cuBLAS (and the CPU on small
 /// shapes). `seed` picks the inputs.
 pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Case> {
-    let a = random(gemm, stream, m * k, seed, 1.0)?;
-    let b = random(gemm, stream, n * k, seed ^ 0x5eed, 1.0 / (k.max(1) as f32).sqrt())?;
+    let op = op_for(kernel, m, n, k);
+    let (la, lb, _) = lengths(&op);
+    let a = random(gemm, stream, la, seed, 1.0)?;
+    let b = random(gemm, stream, lb, seed ^ 0x5eed, 1.0 / (k.max(1) as f32).sqrt())?;
     let mut c = unsafe { stream.alloc::<bf16>(m * n + GUARD_LEN) }.map_err(drv("cuMemAlloc"))?;
     fill(gemm, stream, &mut c, GUARD)?;
     {
@@ -228,7 +250,6 @@ pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &Kern
         let (p, _g) = body.device_ptr_mut(stream);
         gemm.fill_raw(stream, p, m * n, POISON)?;
     }
-    let op = op_for(kernel, m, n, k);
     gemm.gemm_with(kernel, stream, &op, &a, &b, &mut c.slice_mut(..m * n))?;
     let out = stream.clone_dtoh(&c).map_err(drv("cuMemcpyDtoH"))?;
 
@@ -258,8 +279,9 @@ pub struct Rejection {
 /// Calls `kernel` cannot take: each must return the expected [`Error`] and write nothing.
 pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSpec) -> Result<Vec<Rejection>> {
     let (m, n, k) = (256, 256, 128);
-    let a = random(gemm, stream, m * k + 8, 1, 1.0)?;
-    let b = random(gemm, stream, n * k, 2, 1.0)?;
+    let (la, lb, _) = lengths(&op_for(kernel, m, n, k));
+    let a = random(gemm, stream, la + 8, 1, 1.0)?;
+    let b = random(gemm, stream, lb, 2, 1.0)?;
     let mut c = unsafe { stream.alloc::<bf16>(m * n) }.map_err(drv("cuMemAlloc"))?;
     let mut out = Vec::new();
     let mut expect = |what: &str, c: &mut CudaSlice<bf16>, call: &dyn Fn(&mut CudaSlice<bf16>) -> Result<()>, ok: &dyn Fn(&Error) -> bool| -> Result<()> {
@@ -351,17 +373,21 @@ pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
 /// Run `op` through [`Gemm::gemm`] (the automatic choice) on fresh random A, B and C (C matters
 /// when beta ≠ 0; padding between rows and batch entries must come back untouched), and the same
 /// through cuBLAS, and compare the whole C buffers.
-pub fn check_op(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> Result<Comparison> {
+pub fn check_op(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> Result<(Comparison, Option<Comparison>)> {
     let (la, lb, lc) = lengths(op);
     let a = random(gemm, stream, la, seed, 1.0)?;
     let b = random(gemm, stream, lb, seed ^ 0x5eed, 1.0 / (op.k.max(1) as f32).sqrt())?;
     let mut c = random(gemm, stream, lc, seed ^ 0xc0de, 1.0)?;
     let mut reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
+    let small = op.m * op.n * op.k * op.batch <= CPU_CHECK_MAX_MACS;
+    let host = |buf: &CudaSlice<bf16>| stream.clone_dtoh(buf).map_err(drv("cuMemcpyDtoH"));
+    let before = if small { Some((host(&a)?, host(&b)?, host(&c)?)) } else { None };
     gemm.gemm(stream, op, &a, &b, &mut c)?;
     blas.gemm(op, &a, &b, &mut reference)?;
-    let out = stream.clone_dtoh(&c).map_err(drv("cuMemcpyDtoH"))?;
-    let reference = stream.clone_dtoh(&reference).map_err(drv("cuMemcpyDtoH"))?;
-    Ok(compare(&out, reference.iter().map(|x| x.to_f64())))
+    let out = host(&c)?;
+    let reference = host(&reference)?;
+    let vs_cpu = before.map(|(ha, hb, hc)| compare(&out, cpu_reference_general(op, &ha, &hb, &hc)));
+    Ok((compare(&out, reference.iter().map(|x| x.to_f64())), vs_cpu))
 }
 
 /// The general calls the library must get right: every storage order of A, B and C, alpha and
@@ -386,8 +412,10 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
                     cases.push((format!("{m}x{n}x{k} A {al:?} B {bl:?} C {cl:?} padded, alpha .75 beta -.5"), op));
                 }
             }
-            let dense = GemmOp::new(m, n, k).a(al, if al == Layout::RowMajor { k } else { m });
-            cases.push((format!("{m}x{n}x{k} A {al:?}, dense, alpha 1 beta 0"), dense));
+            // Dense: every leading dimension is the row length itself (M rounded to 8 for TMA).
+            let m8 = m.div_ceil(8) * 8;
+            let dense = GemmOp::new(m8, n, k).a(al, if al == Layout::RowMajor { k } else { m8 });
+            cases.push((format!("{m8}x{n}x{k} A {al:?}, dense, alpha 1 beta 0"), dense));
         }
     }
     let b = GemmOp::new(200, 264, 72).b(Layout::RowMajor, 264);

@@ -54,10 +54,10 @@ fn hopper_general_calls_match_cublas() {
     let seed = seed();
     let mut failures = Vec::new();
     for (i, (what, op)) in testing::general_cases().iter().enumerate() {
-        let r = testing::check_op(&gemm, &blas, &stream, op, seed + i as u64).unwrap();
-        println!("{what}: {:.2e}", r.rel_error);
-        if !r.passed() {
-            failures.push(format!("{what}: {r:?}"));
+        let (r, cpu) = testing::check_op(&gemm, &blas, &stream, op, seed + i as u64).unwrap();
+        println!("{what}: vs cuBLAS {:.2e}, vs CPU {cpu:?}", r.rel_error);
+        if !r.passed() || cpu.is_some_and(|c| !c.passed()) {
+            failures.push(format!("{what}: {r:?} {cpu:?}"));
         }
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));

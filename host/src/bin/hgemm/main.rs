@@ -110,10 +110,12 @@ fn verify(args: &[String]) -> CliResult {
     }
     if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "general")) {
         for (i, (what, op)) in testing::general_cases().iter().enumerate() {
-            let r = testing::check_op(&gemm, &blas, &stream, op, seed.wrapping_add(1000 + i as u64))?;
+            let (r, cpu) = testing::check_op(&gemm, &blas, &stream, op, seed.wrapping_add(1000 + i as u64))?;
             let kernel = gemm.choose(op).map(|k| k.name).unwrap_or("-");
-            println!("auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} {}", r.rel_error, if r.passed() { "ok" } else { "FAIL" });
-            if r.passed() {
+            let ok = r.passed() && cpu.is_none_or(|c| c.passed());
+            let cpu = cpu.map(|c| format!("{:.2e}", c.rel_error)).unwrap_or_else(|| "-".into());
+            println!("auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} vs CPU {cpu:>8} {}", r.rel_error, if ok { "ok" } else { "FAIL" });
+            if ok {
                 passed += 1;
             } else {
                 failed += 1;
