@@ -14,6 +14,8 @@ pub mod mbarrier;
 pub mod param;
 pub mod smem;
 pub mod sreg;
+#[cfg(blackwell)]
+pub mod tcgen05;
 pub mod tma;
 #[cfg(hopper)]
 pub mod wgmma;
