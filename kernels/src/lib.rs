@@ -26,6 +26,7 @@ mod epilogue;
 #[cfg(target_arch = "nvptx64")]
 mod util;
 
+pub mod blackwell;
 pub mod hopper;
 
 /// Declares a family's ladder: one module per version and `LADDER`, their specs in order.
@@ -40,7 +41,7 @@ pub(crate) use ladder;
 
 /// Every GEMM kernel of every family.
 pub fn kernels() -> impl Iterator<Item = &'static spec::KernelSpec> {
-    hopper::LADDER.iter()
+    hopper::LADDER.iter().chain(blackwell::LADDER)
 }
 
 #[cfg(target_arch = "nvptx64")]
