@@ -107,4 +107,37 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn blackwell_pairs_and_persistent_grids() {
+        use hgemm_kernels::blackwell;
+        // v0–v3: one CTA per 128×256 tile, no cluster.
+        for spec in &blackwell::LADDER[..4] {
+            let s = LaunchShape::new(spec, 8192, 8192, 1, u32::MAX);
+            assert_eq!((s.grid, s.cluster, s.block), (64 * 32, 1, 128), "{}", spec.name);
+        }
+        // v4: per-tile pairs, a cluster per 256×256 unit; partial units still launch whole pairs.
+        let v4 = &blackwell::v4::SPEC;
+        let s = LaunchShape::new(v4, 8192, 8192, 1, u32::MAX);
+        assert_eq!((s.grid, s.cluster), (2 * 32 * 32, 2));
+        let s = LaunchShape::new(v4, 129, 257, 1, u32::MAX);
+        assert_eq!(s.grid, 2 * 2);
+        // v5–v7: persistent. A 148-SM B200 fits 74 pairs (one CTA per SM, given their shared
+        // memory): the grid is 148 CTAs, a multiple of the cluster size.
+        for spec in &blackwell::LADDER[5..] {
+            assert_eq!(spec.cluster, 2, "{}", spec.name);
+            let s = LaunchShape::new(spec, 8192, 8192, 1, 148 / spec.cluster);
+            assert_eq!((s.grid, s.cluster, s.block, s.smem), (148, 2, 256, spec.smem_bytes), "{}", spec.name);
+            // An odd SM count (a partitioned GPU) still gets whole pairs.
+            let s = LaunchShape::new(spec, 8192, 8192, 1, 147 / spec.cluster);
+            assert_eq!(s.grid, 146, "{}", spec.name);
+            // Fewer units than pairs: no idle clusters are launched.
+            let s = LaunchShape::new(spec, 300, 300, 1, 74);
+            let units = spec.scheduler(300, 300).num_tiles();
+            assert_eq!(s.grid, units * 2, "{}", spec.name);
+            assert!(units < 74);
+        }
+        // v7's unit is 512×256: 16 × 32 units at 8192², more than a wave of 74 pairs.
+        assert_eq!(blackwell::v7::SPEC.scheduler(8192, 8192).num_tiles(), 16 * 32);
+    }
 }

@@ -145,6 +145,21 @@ mod tests {
     }
 
     #[test]
+    fn every_kernel_box_is_a_valid_tma_box() {
+        // What cuTensorMapEncodeTiled requires of a box: at most 256 elements per dimension, rows
+        // a multiple of 16 bytes, and with the 128-byte swizzle rows of at most 128 bytes.
+        for spec in hgemm_kernels::kernels() {
+            for (operand, b) in [("A", Some(spec.a_box)), ("B", Some(spec.b_box)), ("C", spec.c_box)] {
+                let Some(b) = b else { continue };
+                assert!(b.inner <= 256 && b.outer <= 256 && (b.inner * 2) % 16 == 0, "{} {operand}: {b:?}", spec.name);
+                assert!(b.swizzle != Swizzle::B128 || b.inner * 2 <= 128, "{} {operand}: {b:?}", spec.name);
+                let p = TensorMapParams::matrix(operand, 0x1000, 8192, 8192, 8192, 1, 0, b).unwrap();
+                assert_eq!((p.box_dims, p.swizzle, p.l2_promotion), ([b.inner, b.outer, 1], b.swizzle, b.l2_promotion));
+            }
+        }
+    }
+
+    #[test]
     fn rejects_what_tma_cannot_describe() {
         assert!(matches!(
             TensorMapParams::matrix("A", 0x1008, 64, 64, 64, 1, 0, A_BOX),

@@ -167,3 +167,36 @@ fn every_family_module_has_its_kernels_and_fill_kernels() {
         }
     }
 }
+
+/// docs/blackwell.md repeats the Blackwell rows of docs/resources.md (which the test above keeps
+/// equal to ptxas's output) beside the seed's numbers: registers of both targets, shared memory,
+/// and sm_100a's SASS counts must agree.
+#[test]
+fn blackwell_doc_table_matches_the_resource_table() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let resources = std::fs::read_to_string(docs.join("resources.md")).unwrap();
+    let ladder = std::fs::read_to_string(docs.join("blackwell.md")).unwrap();
+    let cells = |line: &str| line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    // kernel | arch | registers | smem | stack | spills | MMA | TMA load | TMA store | mbarrier ops | bar
+    let resource_row = |kernel: &str, arch: &str| {
+        resources
+            .lines()
+            .map(cells)
+            .find(|c| c.len() == 11 && c[0] == kernel && c[1] == arch)
+            .unwrap_or_else(|| panic!("{kernel} on {arch} missing from docs/resources.md"))
+    };
+    for spec in hgemm_kernels::kernels().filter(|s| s.family == Family::Blackwell) {
+        // version | adds | registers (sm_100a / sm_103a) | smem | MMA | TMA load | TMA store | mbarrier ops | bar | seed
+        let version = format!("v{}", spec.version);
+        let doc = ladder
+            .lines()
+            .map(cells)
+            .find(|c| c.len() == 10 && c[0] == version)
+            .unwrap_or_else(|| panic!("{version} missing from the table in docs/blackwell.md"));
+        let (a, b) = (resource_row(spec.name, "sm_100a"), resource_row(spec.name, "sm_103a"));
+        assert_eq!(doc[2], format!("{} / {}", a[2], b[2]), "{}: registers in docs/blackwell.md", spec.name);
+        assert_eq!(doc[3], a[3], "{}: shared memory in docs/blackwell.md", spec.name);
+        assert_eq!(doc[4..9], a[6..11], "{}: SASS counts in docs/blackwell.md", spec.name);
+        assert!(doc[9].parse::<f64>().is_ok(), "{}: the seed's TFLOP/s in docs/blackwell.md", spec.name);
+    }
+}

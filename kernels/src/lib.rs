@@ -26,6 +26,7 @@ mod epilogue;
 #[cfg(target_arch = "nvptx64")]
 mod util;
 
+pub mod blackwell;
 pub mod hopper;
 
 /// Declares a family's ladder: one module per version and `LADDER`, their specs in order.
@@ -42,13 +43,13 @@ pub(crate) use ladder;
 pub fn ladder_of(family: spec::Family) -> &'static [spec::KernelSpec] {
     match family {
         spec::Family::Hopper => hopper::LADDER,
-        spec::Family::Blackwell => &[],
+        spec::Family::Blackwell => blackwell::LADDER,
     }
 }
 
 /// Every GEMM kernel of every family: the ladders, then the library's other entries.
 pub fn kernels() -> impl Iterator<Item = &'static spec::KernelSpec> {
-    hopper::LADDER.iter().chain(hopper::v7::VARIANTS)
+    hopper::LADDER.iter().chain(hopper::v7::VARIANTS).chain(blackwell::LADDER)
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -86,6 +86,23 @@ pub fn arrive_cluster_if(bar: Barrier, cta: u32, pred: bool) {
     };
 }
 
+/// `mbarrier.arrive.expect_tx.relaxed.cluster.shared::cluster.b64 _, [addr], bytes;` — as
+/// [`arrive_expect_tx`], on the barrier at `bar`'s offset in the CTA of rank `cta` of this
+/// cluster. Relaxed: the arrival publishes none of this thread's writes (the bytes it announces
+/// are the TMA's, made visible by their `complete_tx`), and a `.release.cluster` arrive costs a
+/// GPU-wide memory barrier (`MEMBAR.ALL.GPU` in sm_100 SASS) on every call.
+#[inline(always)]
+pub fn arrive_expect_tx_relaxed_cluster(bar: Barrier, cta: u32, bytes: u32) {
+    let remote = super::cluster::mapa(bar.0, cta);
+    unsafe {
+        asm!(
+            "mbarrier.arrive.expect_tx.relaxed.cluster.shared::cluster.b64 _, [{b}], {t};",
+            b = in(reg32) remote, t = in(reg32) bytes,
+            options(nostack)
+        )
+    };
+}
+
 /// `mbarrier.try_wait.parity.shared::cta.b64` — whether the phase with parity `parity` has
 /// completed. The hardware may suspend the thread for a while before answering false.
 #[inline(always)]

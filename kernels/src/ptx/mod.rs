@@ -15,6 +15,8 @@ pub mod param;
 pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;
+#[cfg(blackwell)]
+pub mod tcgen05;
 pub mod tma;
 #[cfg(hopper)]
 pub mod wgmma;

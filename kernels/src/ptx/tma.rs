@@ -41,6 +41,22 @@ pub fn load_2d_multicast(dst: u32, map: TensorMap, x: i32, y: i32, bar: Barrier,
     };
 }
 
+/// As [`load_2d`], `.cta_group::2` (sm_100 family): the bytes are counted on the barrier at
+/// `bar`'s offset in the CTA of rank `bar_cta` of this CTA pair (mapped with `mapa`), which may be
+/// the peer of the CTA the box lands in. Lets the CTA issuing a `.cta_group::2` MMA wait on one
+/// barrier for both CTAs' operands.
+#[inline(always)]
+pub fn load_2d_cta_group2(dst: u32, map: TensorMap, x: i32, y: i32, bar: Barrier, bar_cta: u32) {
+    let remote = super::cluster::mapa(bar.0, bar_cta);
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map.0, x = in(reg32) x, y = in(reg32) y, b = in(reg32) remote,
+            options(nostack)
+        )
+    };
+}
+
 /// `cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group` — store the box at `src` to
 /// element coordinates (`x`, `y`); out-of-bounds elements are not written.
 #[inline(always)]

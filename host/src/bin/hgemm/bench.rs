@@ -81,6 +81,7 @@ pub fn run(args: &[String]) -> CliResult {
     }
 
     let d = gemm.device();
+    crate::say_skipped(&gemm);
     println!("bench on {} ({} SMs, {} MiB L2); median of {samples} samples, contenders interleaved", d.name, d.sms, d.l2_bytes >> 20);
     let mut rows = Vec::new();
     for &shape in &shapes {

@@ -47,6 +47,25 @@ pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
+/// One line for each other family's ladder: why it does not run here.
+pub(crate) fn say_skipped(gemm: &Gemm) {
+    for family in [hgemm::Family::Hopper, hgemm::Family::Blackwell] {
+        let ladder = hgemm::ladder_of(family);
+        if family != gemm.family() && !ladder.is_empty() {
+            let d = gemm.device();
+            println!(
+                "{} v0–v{}: skipped: they need compute capability {}, this {} is {}.{}",
+                family.name(),
+                ladder.len() - 1,
+                if family == hgemm::Family::Hopper { "9.0" } else { "10.x" },
+                d.name,
+                d.major,
+                d.minor
+            );
+        }
+    }
+}
+
 /// Open the handle on device 0, or say in one sentence why not.
 pub(crate) fn open() -> Result<Gemm, Error> {
     Gemm::new(hgemm::device::context(0)?)
@@ -97,6 +116,7 @@ fn verify(args: &[String]) -> CliResult {
     let blas = Cublas::new(&stream)?;
     let seed: u64 = flag(args, "--seed").map(|s| s.parse().unwrap_or(1)).unwrap_or_else(|| std::process::id() as u64);
     println!("verify on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
+    say_skipped(&gemm);
     let (mut passed, mut failed) = (0, 0);
     for kernel in selected(&gemm, args, gemm.kernels())? {
         for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed)? {
