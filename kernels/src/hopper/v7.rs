@@ -14,6 +14,8 @@
 //!   walks batch entries one after the other.
 //! - **alpha, beta**: C = alpha·A·B + beta·C. With beta ≠ 0 the staging box is first filled with
 //!   the old C by a TMA load on the consumer's own mbarrier; with beta = 0, C is never read.
+//!   Calls with alpha = 1 and beta = 0 take v6's epilogue loop unchanged (it is faster, and too
+//!   tight in registers to carry the scaling).
 //! - **L2 promotion** of 256 bytes on the operand loads.
 //!
 //! ```text
@@ -310,6 +312,33 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                 mbarrier::arrive_cluster_if(empty(prev), cta, leader);
             }
 
+            if args.alpha == 1.0 && args.beta == 0.0 {
+                // The common call: v6's epilogue. A loop over the four boxes with a filter on the
+                // pairs measured 1.4% faster overall than the straight-line pass below (whose
+                // code is 2.4 times larger); with alpha and beta in it, though, it spills.
+                for j in 0..T::BN / C_BOX.inner {
+                    let buf = staging(j % 2);
+                    if leader {
+                        // The store issued from this buffer two boxes ago has read it.
+                        tma::wait_group_read::<1>();
+                    }
+                    bar::sync(1 + c, 128);
+                    acc.for_each_pair(|p, lo, hi| {
+                        let col = 8 * (p / 2) + 2 * (lane % 4);
+                        if col / C_BOX.inner == j {
+                            buf.store_b32(16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
+                        }
+                    });
+                    fence::proxy_async_shared_cta();
+                    bar::sync(1 + c, 128);
+                    if leader {
+                        tma::store_3d(map_c, (n0 + j * C_BOX.inner) as i32, (m0 + 64 * c) as i32, z, buf.0);
+                        tma::commit_group();
+                    }
+                }
+                idx += stride;
+                continue;
+            }
             // One pass over the register pairs in column order; the 16 pairs of each 64-column
             // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
             // constants once unrolled, which keeps the pass straight-line and lets each pair's
