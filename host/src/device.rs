@@ -8,8 +8,11 @@ use hgemm_kernels::spec::Family;
 /// The properties kernel choice and launch shapes depend on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// As the driver names it.
     pub name: String,
+    /// Compute capability, major.
     pub major: u32,
+    /// Compute capability, minor.
     pub minor: u32,
     /// Streaming multiprocessors.
     pub sms: u32,
@@ -20,6 +23,7 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// Read the properties of `ctx`'s device.
     pub fn query(ctx: &CudaContext) -> Result<DeviceInfo> {
         let attr = |a| ctx.attribute(a).map(|v| v as u32).map_err(|e| Error::driver("cuDeviceGetAttribute", e));
         Ok(DeviceInfo {

@@ -8,27 +8,77 @@ pub enum Error {
     /// No CUDA driver library (libcuda) could be loaded on this machine.
     NoDriver,
     /// A CUDA driver call failed.
-    Driver { call: &'static str, code: String },
+    Driver {
+        /// The driver function.
+        call: &'static str,
+        /// The `CUresult` it returned, with context.
+        code: String,
+    },
     /// cuBLAS failed (only the reference and benchmark paths use it).
     Cublas(String),
     /// The device has no kernel family here (hgemm has kernels for compute capability 9.0 and 10.x).
-    UnsupportedDevice { name: String, major: u32, minor: u32 },
+    UnsupportedDevice {
+        /// The device's name.
+        name: String,
+        /// Compute capability, major.
+        major: u32,
+        /// Compute capability, minor.
+        minor: u32,
+    },
     /// A dimension or stride the kernels cannot take, with the reason.
     InvalidShape(String),
     /// A buffer shorter than the matrix it is said to hold.
-    BufferTooSmall { operand: &'static str, needed: usize, len: usize },
+    BufferTooSmall {
+        /// "A", "B" or "C".
+        operand: &'static str,
+        /// Elements the call needs.
+        needed: usize,
+        /// Elements the buffer holds.
+        len: usize,
+    },
     /// A leading dimension smaller than the row it must span.
-    LeadingDimension { operand: &'static str, ld: usize, min: usize },
+    LeadingDimension {
+        /// "A", "B" or "C".
+        operand: &'static str,
+        /// The leading dimension given.
+        ld: usize,
+        /// The smallest it may be.
+        min: usize,
+    },
     /// A device address not aligned as TMA requires.
-    Misaligned { operand: &'static str, address: u64, align: u64 },
+    Misaligned {
+        /// "A", "B" or "C".
+        operand: &'static str,
+        /// The device address.
+        address: u64,
+        /// The alignment required, bytes.
+        align: u64,
+    },
     /// The kernel needs more shared memory per block than the device grants.
-    SharedMemory { kernel: &'static str, needed: u32, available: u32 },
+    SharedMemory {
+        /// The kernel.
+        kernel: &'static str,
+        /// Bytes it needs.
+        needed: u32,
+        /// Bytes the device grants a block.
+        available: u32,
+    },
     /// No kernel of that name (or version) exists for this device's family.
     UnknownKernel(String),
     /// The pinned kernel cannot compute this call (layout, alpha/beta, batch…), with the reason.
-    Unsupported { kernel: &'static str, reason: String },
+    Unsupported {
+        /// The kernel ("auto" when none fits).
+        kernel: &'static str,
+        /// Why not.
+        reason: String,
+    },
     /// A barrier wait timed out in a kernel built with the `hang-guard` feature.
-    Hang { kernel: &'static str, report: String },
+    Hang {
+        /// The kernel.
+        kernel: &'static str,
+        /// Which barrier, phase, block and thread gave up.
+        report: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -70,4 +120,5 @@ impl Error {
     }
 }
 
+/// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -10,6 +10,32 @@ use half::bf16;
 use hgemm_kernels::spec::{Family, Grid, KernelSpec};
 use std::sync::Arc;
 
+/// A checked and encoded call, from [`Gemm::prepare`].
+pub enum Prepared {
+    /// M, N or the batch is zero: nothing to do.
+    Nothing,
+    /// K is zero on a kernel without beta: fill C (dense, `len` elements) with zeros.
+    Zero {
+        /// C's device address.
+        ptr: u64,
+        /// Elements of C.
+        len: usize,
+    },
+    /// One kernel launch.
+    Launch {
+        /// The kernel it runs.
+        kernel: &'static KernelSpec,
+        /// Its function handle.
+        func: sys::CUfunction,
+        /// Grid, block, cluster, shared memory.
+        shape: LaunchShape,
+        /// Encoded tensor maps of A, B and C.
+        maps: Box<[sys::CUtensorMap; 3]>,
+        /// Its scalar arguments.
+        args: hgemm_kernels::args::GemmArgs,
+    },
+}
+
 /// A loaded kernel and what its launches need that does not change per call.
 struct Loaded {
     spec: &'static KernelSpec,
@@ -64,14 +90,17 @@ impl Gemm {
         })
     }
 
+    /// The context the kernels are loaded in.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
+    /// The device's properties.
     pub fn device(&self) -> &DeviceInfo {
         &self.info
     }
 
+    /// The kernel family this device runs.
     pub fn family(&self) -> Family {
         self.family
     }
@@ -158,16 +187,58 @@ impl Gemm {
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        let loaded = match kernel {
-            Some(k) => Some(self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?),
-            None => None,
-        };
         if !op.validate(a.len(), b.len(), c.len())? {
             return Ok(());
         }
+        // The guards record the buffers' use on `stream` when dropped: after the launch.
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (pc, _gc) = c.device_ptr_mut(stream);
+        match self.prepare_raw(kernel, op, pa, pb, pc)? {
+            Prepared::Nothing => Ok(()),
+            Prepared::Zero { ptr, len } => self.fill_raw(stream, ptr, len, 0),
+            // SAFETY: prepared from the buffers validated above, alive until the guards drop.
+            p @ Prepared::Launch { .. } => unsafe { self.launch_prepared(&p, stream) },
+        }
+    }
+
+    /// Validate `op` on these buffers and encode its launch once, for callers that launch the
+    /// same call many times (benchmarks, fixed shapes in a loop): [`Gemm::launch_prepared`]
+    /// then skips the checks and the tensor-map encoding. `kernel` pins one; `None` is automatic.
+    pub fn prepare<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<Prepared>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        C: DevicePtrMut<bf16>,
+    {
+        if !op.validate(a.len(), b.len(), c.len())? {
+            return Ok(Prepared::Nothing);
+        }
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (pc, _gc) = c.device_ptr_mut(stream);
+        self.prepare_raw(kernel, op, pa, pb, pc)
+    }
+
+    /// Enqueue a [`Prepared`] call on `stream`.
+    ///
+    /// # Safety
+    /// The buffers it was prepared with must still be allocated, and nothing may use them on
+    /// another stream meanwhile: unlike [`Gemm::gemm`], this does not tell cudarc's stream
+    /// tracking that they are in use.
+    pub unsafe fn launch_prepared(&self, prepared: &Prepared, stream: &CudaStream) -> Result<()> {
+        match prepared {
+            Prepared::Nothing => Ok(()),
+            Prepared::Zero { ptr, len } => self.fill_raw(stream, *ptr, *len, 0),
+            Prepared::Launch { func, shape, maps, args, .. } => unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, args) },
+        }
+    }
+
+    fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
         let (rop, swapped) = op.row_major_c();
-        let loaded = match loaded {
-            Some(l) => {
+        let loaded = match kernel {
+            Some(k) => {
+                let l = self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
                 op::supports(l.spec, &rop)?;
                 l
             }
@@ -179,22 +250,22 @@ impl Gemm {
                 self.kernels.iter().find(|l| l.spec.name == spec.name).expect("chosen among the loaded kernels")
             }
         };
-        let (pa, _ga) = a.device_ptr(stream);
-        let (pb, _gb) = b.device_ptr(stream);
-        let (pc, _gc) = c.device_ptr_mut(stream);
         let (pa, pb) = if swapped { (pb, pa) } else { (pa, pb) };
         let spec = loaded.spec;
         if rop.k == 0 && !spec.general {
             // C = A·Bᵀ with an empty sum is zero, as in BLAS (only the dense native op gets here).
-            return self.fill_raw(stream, pc, rop.m * rop.n, 0);
+            return Ok(Prepared::Zero { ptr: pc, len: rop.m * rop.n });
         }
         // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
         let (pa, pb) = if rop.k == 0 { (pc, pc) } else { (pa, pb) };
         let plan = op::plan(spec, &rop, pa, pb, pc)?;
-        let maps = [plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?];
-        let shape = op::shape(spec, &rop, loaded.max_clusters);
-        // SAFETY: the maps and args describe the buffers validated above, kept alive by the guards.
-        unsafe { launch::launch_gemm(loaded.func.cu_function(), &shape, stream.cu_stream(), &maps, &plan.args) }
+        Ok(Prepared::Launch {
+            kernel: spec,
+            func: loaded.func.cu_function(),
+            shape: op::shape(spec, &rop, loaded.max_clusters),
+            maps: Box::new([plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?]),
+            args: plan.args,
+        })
     }
 
     /// Fill `len` bf16 at `ptr` with `bits` (used for poisoning and for K = 0).
@@ -263,4 +334,13 @@ fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo
         e => return Err(Error::Driver { call: "cuOccupancyMaxActiveClusters", code: format!("{e:?}") }),
     }
     Ok((n as u32).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_handle_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Gemm>();
+    }
 }

@@ -14,8 +14,11 @@ pub struct LaunchShape {
     pub grid: u32,
     /// Batch entries along y.
     pub grid_y: u32,
+    /// Threads per CTA.
     pub block: u32,
+    /// CTAs per cluster (along x).
     pub cluster: u32,
+    /// Dynamic shared memory per CTA, bytes.
     pub smem: u32,
 }
 
@@ -32,11 +35,12 @@ impl LaunchShape {
     }
 }
 
-/// Launch a GEMM entry with its three tensor maps and arguments on `stream`.
+/// Launch a GEMM entry with its three tensor maps and arguments on `stream` (what
+/// [`Gemm::launch_prepared`](crate::Gemm::launch_prepared) does).
 ///
 /// # Safety
 /// The tensor maps must describe live device memory matching `args`, and C must be writable.
-pub(crate) unsafe fn launch_gemm(
+pub unsafe fn launch_gemm(
     func: sys::CUfunction,
     shape: &LaunchShape,
     stream: sys::CUstream,

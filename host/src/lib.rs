@@ -1,4 +1,36 @@
 //! hgemm: BF16 GEMM on NVIDIA Hopper and Blackwell tensor cores, with kernels written in Rust.
+//!
+//! One [`Gemm`] handle per CUDA context loads the kernels for its device (Hopper: compute
+//! capability 9.0; Blackwell: 10.x) and computes C = alpha·A·B + beta·C on cudarc device memory,
+//! enqueued on the caller's stream, with A, B and C in either storage order, leading dimensions
+//! wider than the rows, and strided batches ([`GemmOp`]). Every check runs before anything is
+//! enqueued; a call the kernels cannot take returns an [`Error`] instead.
+//!
+//! ```no_run
+//! use cudarc::driver::CudaContext;
+//! use half::bf16;
+//! use hgemm::{Gemm, GemmOp, Layout};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let gemm = Gemm::new(CudaContext::new(0)?)?;
+//! let stream = gemm.context().default_stream();
+//! let (m, n, k) = (512, 1024, 256);
+//! let x = stream.clone_htod(&vec![bf16::from_f32(0.5); m * k])?; // M×K, row-major
+//! let w = stream.clone_htod(&vec![bf16::from_f32(0.25); k * n])?; // K×N, row-major
+//! let mut y = stream.alloc_zeros::<bf16>(m * n)?;
+//!
+//! // y = x·w, both row-major: B is given K×N row-major.
+//! let op = GemmOp::new(m, n, k).b(Layout::RowMajor, n);
+//! gemm.gemm(&stream, &op, &x, &w, &mut y)?;
+//! stream.synchronize()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
+//! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
+//! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.
+#![warn(missing_docs)]
 pub mod device;
 pub mod error;
 pub mod gemm;
@@ -10,7 +42,7 @@ pub mod testing;
 
 pub use device::DeviceInfo;
 pub use error::{Error, Result};
-pub use gemm::Gemm;
+pub use gemm::{Gemm, Prepared};
 pub use op::{GemmOp, Layout};
 pub use hgemm_kernels::ladder_of;
 pub use hgemm_kernels::spec::{Family, KernelSpec};

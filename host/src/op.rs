@@ -41,20 +41,35 @@ impl Layout {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOp {
+    /// Rows of A and C.
     pub m: usize,
+    /// Columns of B and C.
     pub n: usize,
+    /// Columns of A, rows of B (a multiple of 8).
     pub k: usize,
+    /// Storage order of A.
     pub a_layout: Layout,
+    /// Leading dimension of A, elements.
     pub lda: usize,
+    /// Storage order of B.
     pub b_layout: Layout,
+    /// Leading dimension of B, elements.
     pub ldb: usize,
+    /// Storage order of C.
     pub c_layout: Layout,
+    /// Leading dimension of C, elements.
     pub ldc: usize,
+    /// Scale of A·B.
     pub alpha: f32,
+    /// Scale of the old C; with 0, C is not read.
     pub beta: f32,
+    /// GEMMs in the batch.
     pub batch: usize,
+    /// Elements between batch entries of A.
     pub stride_a: usize,
+    /// Elements between batch entries of B.
     pub stride_b: usize,
+    /// Elements between batch entries of C.
     pub stride_c: usize,
 }
 
@@ -95,10 +110,12 @@ impl GemmOp {
         GemmOp { c_layout: layout, ldc: ld, stride_c: self.extent_rows(layout, self.m, self.n) * ld, ..self }
     }
 
+    /// Scale A·B by `alpha`.
     pub fn alpha(self, alpha: f32) -> GemmOp {
         GemmOp { alpha, ..self }
     }
 
+    /// Add `beta` times the old C.
     pub fn beta(self, beta: f32) -> GemmOp {
         GemmOp { beta, ..self }
     }
@@ -223,7 +240,9 @@ impl GemmOp {
 /// What a kernel needs for one launch, computed from a row-major-C [`GemmOp`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
+    /// Tensor maps of A, B and C.
     pub maps: [TensorMapParams; 3],
+    /// The kernel's scalar arguments.
     pub args: GemmArgs,
 }
 

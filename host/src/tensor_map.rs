@@ -9,6 +9,7 @@ use hgemm_kernels::spec::{L2Promotion, Swizzle, TmaBox};
 /// One `cuTensorMapEncodeTiled` call for a bf16 matrix (or strided batch of matrices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorMapParams {
+    /// Device address of the first element.
     pub address: u64,
     /// 2 for one matrix, 3 for a strided batch.
     pub rank: u32,
@@ -16,8 +17,11 @@ pub struct TensorMapParams {
     pub dims: [u64; 3],
     /// Byte stride of dimensions 1 and 2 (dimension 0 is contiguous).
     pub strides: [u64; 2],
+    /// Elements per dimension of one TMA box.
     pub box_dims: [u32; 3],
+    /// Shared-memory swizzle of a box.
     pub swizzle: Swizzle,
+    /// L2 sector promotion of the loads.
     pub l2_promotion: L2Promotion,
 }
 

@@ -55,6 +55,7 @@ pub struct Cublas {
 }
 
 impl Cublas {
+    /// A cuBLAS handle working on `stream`.
     pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
         Ok(Cublas { blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))?, stream: stream.clone() })
     }
@@ -195,11 +196,13 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Within [`TOLERANCE`] and no unwritten or non-finite element.
     pub fn passed(&self) -> bool {
         self.non_finite == 0 && self.rel_error <= TOLERANCE
     }
 }
 
+/// `out` against `reference`, element by element in the same order.
 pub fn compare(out: &[bf16], reference: impl IntoIterator<Item = f64>) -> Comparison {
     let (mut diff, mut norm, mut non_finite) = (0.0f64, 0.0f64, 0usize);
     for (o, r) in out.iter().zip(reference) {
@@ -217,17 +220,24 @@ pub fn compare(out: &[bf16], reference: impl IntoIterator<Item = f64>) -> Compar
 /// The outcome of one checked case.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// The kernel checked.
     pub kernel: &'static str,
+    /// The shape.
     pub m: usize,
+    /// The shape.
     pub n: usize,
+    /// The shape.
     pub k: usize,
+    /// Against cuBLAS.
     pub vs_cublas: Comparison,
+    /// Against the f64 CPU reference (small shapes only).
     pub vs_cpu: Option<Comparison>,
     /// Guard elements after C that were overwritten.
     pub guard_damage: usize,
 }
 
 impl Case {
+    /// Every comparison passed and the guard band is intact.
     pub fn passed(&self) -> bool {
         self.vs_cublas.passed() && self.vs_cpu.is_none_or(|c| c.passed()) && self.guard_damage == 0
     }
@@ -272,7 +282,9 @@ pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &Kern
 /// A call that must be refused with a typed error, leaving C as it was.
 #[derive(Clone, Debug)]
 pub struct Rejection {
+    /// The call and the error it got.
     pub what: String,
+    /// Refused with the expected error, and C untouched.
     pub passed: bool,
 }
 
@@ -451,6 +463,7 @@ pub fn time_median(stream: &Arc<CudaStream>, warmup: usize, samples: usize, call
     Ok(times)
 }
 
+/// The median (NaN for no samples).
 pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -464,6 +477,7 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// 2·M·N·K over `ms` milliseconds, in TFLOP/s.
 pub fn tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
     2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12
 }

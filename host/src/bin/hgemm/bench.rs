@@ -35,6 +35,9 @@ enum Contender {
     Kernel(&'static KernelSpec),
     /// The public entry point, which picks the kernel itself.
     Auto,
+    /// The same kernel launched directly: checks and tensor maps done once per input set
+    /// (`Gemm::prepare`), then only `cuLaunchKernelEx` per call. Its gap to `Auto` is the API's cost.
+    Direct,
 }
 
 impl Contender {
@@ -44,6 +47,7 @@ impl Contender {
             Contender::Kernel(k) if hgemm_kernels_is_ladder(k) => format!("{} v{}", k.family.name(), k.version),
             Contender::Kernel(k) => k.name.to_string(),
             Contender::Auto => "hgemm (auto)".into(),
+            Contender::Direct => "auto, direct launch".into(),
         }
     }
 }
@@ -78,6 +82,9 @@ pub fn run(args: &[String]) -> CliResult {
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
     if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "auto")) {
         contenders.push(Contender::Auto);
+    }
+    if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "direct")) {
+        contenders.push(Contender::Direct);
     }
 
     let d = gemm.device();
@@ -121,18 +128,23 @@ fn bench_shape(
         b.push(testing::random(gemm, stream, n * k, 2 * s + 2, 1.0 / (k as f32).sqrt())?);
         c.push(testing::random(gemm, stream, m * n, 0, 1.0)?);
     }
+    let op = hgemm::GemmOp::new(m, n, k);
+    let mut prepared = Vec::new();
+    for s in 0..sets {
+        prepared.push(gemm.prepare(None, stream, &op, &a[s], &b[s], &mut c[s])?);
+    }
     // About 5 ms of work per sample (at 600 TFLOP/s), at least one call.
     let calls = ((5e-3 * 600e12) / (2.0 * m as f64 * n as f64 * k as f64)).ceil().clamp(1.0, 500.0) as usize;
     let mut times = vec![Vec::new(); contenders.len()];
     for (i, ct) in contenders.iter().enumerate() {
         // Warm-up, and a first check that each contender runs on this shape at all.
-        let one = run_one(gemm, blas, stream, ct, &a, &b, &mut c, 0, (m, n, k));
+        let one = run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, 0, (m, n, k));
         one.map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
         times[i] = Vec::with_capacity(samples);
     }
     for _ in 0..samples {
         for (i, ct) in contenders.iter().enumerate() {
-            let t = testing::time_median(stream, 1, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, j, (m, n, k)))?;
+            let t = testing::time_median(stream, 1, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, j, (m, n, k)))?;
             times[i].push(t[0]);
         }
     }
@@ -156,6 +168,7 @@ fn run_one(
     a: &[cudarc::driver::CudaSlice<half::bf16>],
     b: &[cudarc::driver::CudaSlice<half::bf16>],
     c: &mut [cudarc::driver::CudaSlice<half::bf16>],
+    prepared: &[hgemm::Prepared],
     j: usize,
     (m, n, k): (usize, usize, usize),
 ) -> hgemm::Result<()> {
@@ -164,6 +177,8 @@ fn run_one(
         Contender::Cublas => blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
         Contender::Kernel(spec) => gemm.matmul_with(spec, stream, &a[s], &b[s], &mut c[s], m, n, k),
         Contender::Auto => gemm.matmul(stream, &a[s], &b[s], &mut c[s], m, n, k),
+        // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
+        Contender::Direct => unsafe { gemm.launch_prepared(&prepared[s], stream) },
     }
 }
 
