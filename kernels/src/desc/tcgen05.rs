@@ -37,10 +37,7 @@ pub enum Swizzle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmemDesc(pub u64);
 
-const fn field(desc: u64, value: u64, lo: u32, bits: u32) -> u64 {
-    let mask = ((1u64 << bits) - 1) << lo;
-    (desc & !mask) | ((value << lo) & mask)
-}
+use super::field;
 
 impl SmemDesc {
     /// All fields zero except the fixed `0b001` of bits 46–48.
@@ -111,8 +108,7 @@ impl Default for SmemDesc {
 pub struct InstrDesc(pub u32);
 
 const fn field32(desc: u32, value: u32, lo: u32, bits: u32) -> u32 {
-    let mask = ((1u32 << bits) - 1) << lo;
-    (desc & !mask) | ((value << lo) & mask)
+    field(desc as u64, value as u64, lo, bits) as u32
 }
 
 impl InstrDesc {

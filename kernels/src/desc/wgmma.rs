@@ -30,10 +30,7 @@ pub enum Swizzle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmemDesc(pub u64);
 
-const fn field(desc: u64, value: u64, lo: u32, bits: u32) -> u64 {
-    let mask = ((1u64 << bits) - 1) << lo;
-    (desc & !mask) | ((value << lo) & mask)
-}
+use super::field;
 
 impl SmemDesc {
     pub const fn new() -> Self {
