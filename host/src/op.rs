@@ -284,8 +284,15 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         };
         (map_a, map_b)
     };
+    // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
+    // and the kernel writes the columns after it directly (below 8 columns the map is not used
+    // for stores at all, but must still describe something).
+    let c_cols = match hgemm_kernels::staging::tma_store_columns(op.n as u32) as u64 {
+        0 => n,
+        cols => cols,
+    };
     let map_c = match spec.c_box {
-        Some(c_box) => TensorMapParams::matrix("C", c, m, n, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
+        Some(c_box) => TensorMapParams::matrix("C", c, m, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
             Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
         })?,
         None => {
@@ -423,6 +430,16 @@ mod tests {
         assert_eq!(p.maps[2].dims, [200, 300, 1]);
         assert!(p.maps.iter().all(|m| m.rank == 3), "general kernels take rank-3 maps");
         assert_eq!((p.args.m, p.args.n, p.args.k, p.args.batch), (300, 200, 64, 1));
+    }
+
+    #[test]
+    fn c_map_stops_at_the_last_whole_16_byte_chunk() {
+        let op = GemmOp::new(64, 300, 64).c(Layout::RowMajor, 312);
+        let p = plan(&hopper::v7::SPEC, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!(p.maps[2].dims[0], 296);
+        assert_eq!(p.args.n, 300);
+        let small = plan(&hopper::v7::SPEC, &GemmOp::new(64, 5, 64).c(Layout::RowMajor, 8), 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!(small.maps[2].dims[0], 5);
     }
 
     #[test]

@@ -435,6 +435,12 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     cases.push(("200x264x72 batch of 3, strided with gaps".into(), b.beta(1.0).batched(3, la + 64, lb + 8, lc + 256)));
     cases.push(("8192x8192x8192 batch of 1 through the general path, beta 1".into(), GemmOp::new(8192, 8192, 8192).beta(1.0)));
     cases.push(("256x512x0 (K = 0): C = beta·C".into(), GemmOp::new(256, 512, 0).beta(0.5)));
+    // Rows of C that end inside a 16-byte chunk, which TMA would overwrite to its end.
+    for n in [5, 300, 1001] {
+        let ldc = (n + 8usize).div_ceil(8) * 8;
+        cases.push((format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 0"), GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc)));
+        cases.push((format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 1"), GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc).beta(1.0)));
+    }
     cases
 }
 

@@ -2,23 +2,70 @@
 use crate::args::GemmArgs;
 use crate::ptx::cvt;
 
-/// Store C[row][col] and C[row][col + 1] as bf16, skipping what lies outside the M×N output.
-/// `col` is even. With N even a pair is in bounds iff `col < n` and is one aligned 4-byte store;
-/// with N odd every row starts at an odd element, so the pair is stored element by element.
-#[inline(always)]
-pub fn store_pair(args: &GemmArgs, row: u32, col: u32, lo: f32, hi: f32) {
-    if row >= args.m || col >= args.n {
-        return;
+/// C (or one batch entry of it) in global memory, for epilogues that store from registers.
+#[derive(Clone, Copy)]
+pub struct Output {
+    base: u64,
+    ldc: u64,
+    m: u32,
+    n: u32,
+}
+
+impl Output {
+    /// Batch entry `z` of the C that `args` describes.
+    #[inline(always)]
+    pub fn new(args: &GemmArgs, z: u32) -> Output {
+        Output { base: args.c + 2 * z as u64 * args.stride_c, ldc: args.ldc, m: args.m, n: args.n }
     }
-    let packed = cvt::rn_bf16x2_f32(lo, hi);
-    let at = args.c + 2 * (row as u64 * args.ldc + col as u64);
-    unsafe {
-        if args.n % 2 == 0 && args.ldc % 2 == 0 {
-            (at as *mut u32).write(packed);
-        } else {
-            (at as *mut u16).write(packed as u16);
-            if col + 1 < args.n {
-                ((at + 2) as *mut u16).write((packed >> 16) as u16);
+
+    /// Address of C[row][col].
+    #[inline(always)]
+    fn at(&self, row: u32, col: u32) -> u64 {
+        self.base + 2 * (row as u64 * self.ldc + col as u64)
+    }
+
+    /// Whether a pair at even `col` may move as one aligned 4-byte word: N and the row stride
+    /// even (rows then start at even elements). Otherwise element by element.
+    #[inline(always)]
+    fn paired(&self) -> bool {
+        self.n % 2 == 0 && self.ldc % 2 == 0
+    }
+
+    /// Store C[row][col] and C[row][col + 1] as bf16 (`col` even), skipping what lies outside
+    /// the M×N output.
+    #[inline(always)]
+    pub fn store_pair(&self, row: u32, col: u32, lo: f32, hi: f32) {
+        if row >= self.m || col >= self.n {
+            return;
+        }
+        let packed = cvt::rn_bf16x2_f32(lo, hi);
+        let at = self.at(row, col);
+        unsafe {
+            if self.paired() {
+                (at as *mut u32).write(packed);
+            } else {
+                (at as *mut u16).write(packed as u16);
+                if col + 1 < self.n {
+                    ((at + 2) as *mut u16).write((packed >> 16) as u16);
+                }
+            }
+        }
+    }
+
+    /// C[row][col] and C[row][col + 1] as f32 (zero outside the output).
+    #[inline(always)]
+    pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
+        if row >= self.m || col >= self.n {
+            return (0.0, 0.0);
+        }
+        let at = self.at(row, col);
+        unsafe {
+            if self.paired() {
+                bf16x2_to_f32((at as *const u32).read())
+            } else {
+                let lo = (at as *const u16).read() as u32;
+                let hi = if col + 1 < self.n { ((at + 2) as *const u16).read() as u32 } else { 0 };
+                bf16x2_to_f32(lo | hi << 16)
             }
         }
     }

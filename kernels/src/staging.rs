@@ -11,6 +11,15 @@
 /// Columns of one staging box: 64 bf16 = 128 bytes, the 128B-swizzle span.
 pub const BOX_COLS: u32 = 64;
 
+/// Columns of C a TMA store may write: TMA stores whole 16-byte chunks (8 bf16), so where a row
+/// of C ends inside one it would overwrite what follows the row (the padding of a leading
+/// dimension, or another tensor). The host's C map stops here, and kernels store the 1–7
+/// columns after it from registers. (Seen on the H200; triton-lang/triton#11583 reports the same.)
+#[inline(always)]
+pub const fn tma_store_columns(n: u32) -> u32 {
+    n & !7
+}
+
 /// Byte offset of element (`row`, `col`) of a 128B-swizzled box of 64-element rows. The box must
 /// start 1024-byte aligned (the swizzle pattern repeats every 8 rows of 128 bytes).
 #[inline(always)]

@@ -36,11 +36,12 @@ pub(crate) fn store_rows(acc: TmemAddr, cols: u32, args: &GemmArgs, row0: u32, c
     use crate::ptx::tcgen05::{self, TmemFragment};
     let quarter = 32 * (warp % 4);
     let row = row0 + quarter + lane;
+    let out = crate::epilogue::Output::new(args, 0);
     let mut c = 0;
     while c < cols {
         let mut r = tcgen05::ld_32x32b_x16(acc.offset(quarter, c));
         r.wait_ld();
-        r.for_each_pair(|p, lo, hi| crate::epilogue::store_pair(args, row, col0 + c + 2 * p, lo, hi));
+        r.for_each_pair(|p, lo, hi| out.store_pair(row, col0 + c + 2 * p, lo, hi));
         c += 16;
     }
 }

@@ -27,5 +27,6 @@ pub(crate) fn store_fragment<F: crate::ptx::wgmma::Fragment>(acc: &F, args: &Gem
     let lane = thread_in_wg % 32;
     let row = row0 + 16 * warp + lane / 4;
     let col = col0 + 2 * (lane % 4);
-    acc.for_each_pair(|p, lo, hi| crate::epilogue::store_pair(args, row + 8 * (p % 2), col + 8 * (p / 2), lo, hi));
+    let out = crate::epilogue::Output::new(args, 0);
+    acc.for_each_pair(|p, lo, hi| out.store_pair(row + 8 * (p % 2), col + 8 * (p / 2), lo, hi));
 }

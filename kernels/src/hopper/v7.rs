@@ -176,7 +176,8 @@ entries! {
 /// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
 /// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
 fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 3], args: &crate::args::GemmArgs) {
-    use crate::epilogue::bf16x2_to_f32;
+    use crate::epilogue::{bf16x2_to_f32, Output};
+    use crate::staging::tma_store_columns;
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
@@ -209,6 +210,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
     // Each stage receives this CTA's A and every CTA's share of B.
     let stage_bytes = BM * BK * 2 + T::BN * BK * 2;
     let b_share = T::BN / T::CLUSTER;
+    let tma_columns = tma_store_columns(args.n);
 
     if tid == 0 {
         for s in 0..stages {
@@ -331,58 +333,75 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     });
                     fence::proxy_async_shared_cta();
                     bar::sync(1 + c, 128);
-                    if leader {
-                        tma::store_3d(map_c, (n0 + j * C_BOX.inner) as i32, (m0 + 64 * c) as i32, z, buf.0);
+                    let x = n0 + j * C_BOX.inner;
+                    if leader && x < tma_columns {
+                        tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
                         tma::commit_group();
                     }
                 }
-                idx += stride;
-                continue;
-            }
-            // One pass over the register pairs in column order; the 16 pairs of each 64-column
-            // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
-            // constants once unrolled, which keeps the pass straight-line and lets each pair's
-            // registers die as soon as it is staged.
-            let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
-            let pairs_per_box = C_BOX.inner / 4;
-            acc.for_each_pair(|p, lo, hi| {
-                let j = p / pairs_per_box;
-                let buf = staging(j % 2);
-                let x = (n0 + j * C_BOX.inner) as i32;
-                if p % pairs_per_box == 0 {
-                    if leader {
-                        // The store issued from this buffer two boxes ago has read it.
-                        tma::wait_group_read::<1>();
-                    }
-                    if scale_c {
+            } else {
+                // One pass over the register pairs in column order; the 16 pairs of each 64-column
+                // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
+                // constants once unrolled, which keeps the pass straight-line and lets each pair's
+                // registers die as soon as it is staged.
+                let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
+                let pairs_per_box = C_BOX.inner / 4;
+                acc.for_each_pair(|p, lo, hi| {
+                    let j = p / pairs_per_box;
+                    let buf = staging(j % 2);
+                    let x = (n0 + j * C_BOX.inner) as i32;
+                    if p % pairs_per_box == 0 {
                         if leader {
-                            mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
-                            tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
+                            // The store issued from this buffer two boxes ago has read it.
+                            tma::wait_group_read::<1>();
                         }
-                        mbarrier::wait(c_load(c), c_phase);
-                        c_phase ^= 1;
-                    } else {
+                        if scale_c && x < tma_columns as i32 {
+                            if leader {
+                                mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
+                                tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
+                            }
+                            mbarrier::wait(c_load(c), c_phase);
+                            c_phase ^= 1;
+                        } else {
+                            bar::sync(1 + c, 128);
+                        }
+                    }
+                    let row = 16 * warp + lane / 4 + 8 * (p % 2);
+                    let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
+                    let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                    if scale_c {
+                        let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
+                        lo += args.beta * old_lo;
+                        hi += args.beta * old_hi;
+                    }
+                    buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
+                    if p % pairs_per_box == pairs_per_box - 1 {
+                        fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
+                        if leader && x < tma_columns as i32 {
+                            tma::store_3d(map_c, x, row0 as i32, z, buf.0);
+                            tma::commit_group();
+                        }
                     }
-                }
-                let row = 16 * warp + lane / 4 + 8 * (p % 2);
-                let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
-                let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
-                if scale_c {
-                    let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
-                    lo += args.beta * old_lo;
-                    hi += args.beta * old_hi;
-                }
-                buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
-                if p % pairs_per_box == pairs_per_box - 1 {
-                    fence::proxy_async_shared_cta();
-                    bar::sync(1 + c, 128);
-                    if leader {
-                        tma::store_3d(map_c, x, row0 as i32, z, buf.0);
-                        tma::commit_group();
+                });
+            }
+            if n0 + T::BN > tma_columns {
+                // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
+                // above left them out; store them (with their old values, for beta) directly.
+                let out = Output::new(args, z as u32);
+                acc.for_each_pair(|p, lo, hi| {
+                    let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
+                    if col >= tma_columns {
+                        let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                        if args.beta != 0.0 {
+                            let (old_lo, old_hi) = out.load_pair(row, col);
+                            lo += args.beta * old_lo;
+                            hi += args.beta * old_hi;
+                        }
+                        out.store_pair(row, col, lo, hi);
                     }
-                }
-            });
+                });
+            }
             // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
             acc = T::Acc::zeroed();
             idx += stride;

@@ -79,7 +79,7 @@ pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item
         Some("all") => Ok(gemm.kernels().collect()),
         Some(list) => list
             .split(',')
-            .filter(|s| *s != "auto" && *s != "general")
+            .filter(|s| !matches!(*s, "auto" | "general" | "direct"))
             .map(|v| match v.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) => gemm.kernel(n),
                 None => gemm.kernels().find(|k| k.name == v).ok_or_else(|| Error::UnknownKernel(v.to_string())),

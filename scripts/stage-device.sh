@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build the binaries the GPU machine runs (it has no Rust) and copy them to .device/bin, which
+# the device call carries: the CLI, the GPU test binaries, the example and the criterion bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --bins --examples
+mkdir -p .device/bin
+cp target/release/hgemm target/release/examples/mlp .device/bin/
+for t in gpu reliability; do
+    exe=$(cargo test --release -p hgemm --test "$t" --no-run --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+    [ -n "$exe" ] && cp "$exe" ".device/bin/$t"
+done
+exe=$(cargo bench -p hgemm-benches --no-run --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*gemm-[^"]*"' | tail -1 | cut -d'"' -f4)
+cp "$exe" .device/bin/gemm
+strip .device/bin/* 2>/dev/null || true
+ls -la .device/bin
