@@ -53,7 +53,20 @@ pub struct Gemm {
     kernels: Vec<Loaded>,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
+    compare: CudaFunction,
+    #[cfg(feature = "hang-guard")]
+    hang: HangGuard,
     _module: Arc<CudaModule>,
+}
+
+/// What the `hang-guard` build keeps to turn a trapped launch into [`Error::Hang`].
+#[cfg(feature = "hang-guard")]
+struct HangGuard {
+    record: crate::hang::Record,
+    /// The entry with mbarrier waits this handle launched last: the one a report most likely
+    /// comes from (with several streams in flight it may be another one running at the time).
+    last_launch: std::sync::Mutex<&'static str>,
+    test_kernel: CudaFunction,
 }
 
 impl Gemm {
@@ -82,6 +95,13 @@ impl Gemm {
         Ok(Gemm {
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
+            compare: load("hgemm_compare_bf16")?,
+            #[cfg(feature = "hang-guard")]
+            hang: HangGuard {
+                record: crate::hang::Record::install(&ctx, &module)?,
+                last_launch: std::sync::Mutex::new("none"),
+                test_kernel: load("hgemm_hang_test")?,
+            },
             ctx,
             info,
             family,
@@ -230,7 +250,10 @@ impl Gemm {
         match prepared {
             Prepared::Nothing => Ok(()),
             Prepared::Zero { ptr, len } => self.fill_raw(stream, *ptr, *len, 0),
-            Prepared::Launch { func, shape, maps, args, .. } => unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, args) },
+            Prepared::Launch { kernel, func, shape, maps, args } => {
+                self.before_launch(Some(kernel.name))?;
+                unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, args) }.map_err(|e| self.diagnose(e))
+            }
         }
     }
 
@@ -268,12 +291,67 @@ impl Gemm {
         })
     }
 
+    /// Wait for everything enqueued on `stream`. A kernel failure surfaces here; in a
+    /// `hang-guard` build, one that gave up waiting on a barrier is [`Error::Hang`].
+    pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
+        stream.synchronize().map_err(|e| self.diagnose(Error::driver("cuStreamSynchronize", e)))
+    }
+
+    /// The report a kernel of this handle's module wrote when a barrier wait timed out (only a
+    /// `hang-guard` build has one).
+    pub fn hang_report(&self) -> Option<crate::hang::HangReport> {
+        #[cfg(feature = "hang-guard")]
+        return self.hang.record.read();
+        #[cfg(not(feature = "hang-guard"))]
+        None
+    }
+
+    /// `e`, or [`Error::Hang`] if a kernel has reported a hang (after which every call fails).
+    fn diagnose(&self, e: Error) -> Error {
+        #[cfg(feature = "hang-guard")]
+        if let Some(report) = self.hang_report() {
+            return Error::Hang { kernel: self.hung_kernel(&report), report: crate::hang::describe(&report) };
+        }
+        e
+    }
+
+    /// The entry a hang report most likely comes from: the last one launched if its block size
+    /// and shared memory match the report's, else the GEMM kernel whose do, if only one does.
+    #[cfg(feature = "hang-guard")]
+    fn hung_kernel(&self, r: &crate::hang::HangReport) -> &'static str {
+        let last = *self.hang.last_launch.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = |l: &&Loaded| l.spec.threads == r.threads && l.spec.smem_bytes == r.dynamic_smem;
+        if self.kernels.iter().find(|l| l.spec.name == last).is_none_or(|l| fits(&l)) {
+            return last;
+        }
+        let mut matching = self.kernels.iter().filter(fits);
+        match (matching.next(), matching.next()) {
+            (Some(only), None) => only.spec.name,
+            _ => last,
+        }
+    }
+
+    /// Make this handle's context current on the calling thread (the raw launches below need it,
+    /// and the handle may be used from any thread); `waits` names an entry with mbarrier waits,
+    /// which a hang report may come from.
+    fn before_launch(&self, waits: Option<&'static str>) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
+        #[cfg(feature = "hang-guard")]
+        if let Some(entry) = waits {
+            *self.hang.last_launch.lock().unwrap_or_else(|p| p.into_inner()) = entry;
+        }
+        #[cfg(not(feature = "hang-guard"))]
+        let _ = waits;
+        Ok(())
+    }
+
     /// Fill `len` bf16 at `ptr` with `bits` (used for poisoning and for K = 0).
     pub(crate) fn fill_raw(&self, stream: &CudaStream, ptr: u64, len: usize, bits: u16) -> Result<()> {
         let (mut p, mut n) = (ptr, len as u64);
         let mut params: [*mut std::ffi::c_void; 3] =
             [&mut p as *mut u64 as *mut _, &mut n as *mut u64 as *mut _, &bits as *const u16 as *mut _];
         let shape = fill_shape(len, self.info.sms);
+        self.before_launch(None)?;
         // SAFETY: the parameters match hgemm_fill_u16(ptr, n, bits); the caller owns ptr[..len].
         unsafe { launch::launch_raw(self.fill_u16.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
@@ -288,8 +366,36 @@ impl Gemm {
             &mut sc as *mut f32 as *mut _,
         ];
         let shape = fill_shape(len, self.info.sms);
+        self.before_launch(None)?;
         // SAFETY: the parameters match hgemm_fill_random_bf16(ptr, n, seed, scale).
         unsafe { launch::launch_raw(self.fill_random.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// Add the comparison of `len` bf16 at `out` and `reference` to the five u64 at `result`
+    /// (see `hgemm_compare_bf16`).
+    pub(crate) fn compare_raw(&self, stream: &CudaStream, out: u64, reference: u64, len: usize, result: u64) -> Result<()> {
+        let (mut o, mut r, mut n, mut res) = (out, reference, len as u64, result);
+        let mut params: [*mut std::ffi::c_void; 4] = [
+            &mut o as *mut u64 as *mut _,
+            &mut r as *mut u64 as *mut _,
+            &mut n as *mut u64 as *mut _,
+            &mut res as *mut u64 as *mut _,
+        ];
+        // 256 threads a CTA, 32 bytes of shared memory each for the CTA's sums.
+        let shape = LaunchShape { smem: 256 * 32, ..fill_shape(len, self.info.sms) };
+        self.before_launch(None)?;
+        // SAFETY: the parameters match hgemm_compare_bf16(out, reference, n, result).
+        unsafe { launch::launch_raw(self.compare.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// Launch the deliberately broken pipeline `hgemm_hang_test` (two CTAs of 64 threads that
+    /// wait on a barrier nobody completes): it traps after the guard's limit.
+    #[cfg(feature = "hang-guard")]
+    pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
+        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16 };
+        self.before_launch(Some("hgemm_hang_test"))?;
+        // SAFETY: hgemm_hang_test takes no parameters.
+        unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
     }
 }
 

@@ -24,14 +24,17 @@ pub struct LaunchShape {
 
 impl LaunchShape {
     /// The shape `spec` is launched with for an `m × n` output (`batch` of them). A persistent
-    /// kernel gets at most `max_clusters` clusters: as many as fit on the device at once.
+    /// kernel walks every tile of every batch entry itself, striding by its clusters along x: it
+    /// gets one row of at most `max_clusters` clusters (as many as fit on the device at once); a
+    /// second row would compute every tile again, and with beta ≠ 0 read a C another row may
+    /// already have updated. A per-tile kernel gets a row per batch entry.
     pub fn new(spec: &KernelSpec, m: u32, n: u32, batch: u32, max_clusters: u32) -> LaunchShape {
-        let units = spec.scheduler(m, n).num_tiles();
-        let clusters = match spec.grid {
-            Grid::PerTile => units,
-            Grid::Persistent => units.min(max_clusters).max(1),
+        let tiles = spec.scheduler(m, n).num_tiles();
+        let (clusters, grid_y) = match spec.grid {
+            Grid::PerTile => (tiles, batch),
+            Grid::Persistent => (tiles.saturating_mul(batch).min(max_clusters).max(1), 1),
         };
-        LaunchShape { grid: clusters * spec.cluster, grid_y: batch, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes }
+        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes }
     }
 }
 
@@ -97,6 +100,17 @@ mod tests {
         let s = LaunchShape::new(spec, 129, 257, 1, 132);
         assert_eq!(s.grid, 2 * 2);
         assert_eq!((s.block, s.cluster, s.smem), (spec.threads, 1, spec.smem_bytes));
+    }
+
+    #[test]
+    fn persistent_batches_are_one_row_of_clusters() {
+        // v7 walks tiles × batch entries along x; it never reads a y index.
+        let spec = &hopper::v7::SPEC;
+        let tiles = spec.scheduler(300, 520).num_tiles();
+        let s = LaunchShape::new(spec, 300, 520, 3, 66);
+        assert_eq!((s.grid, s.grid_y), (3 * tiles * spec.cluster, 1));
+        let s = LaunchShape::new(spec, 8192, 8192, 4, 66);
+        assert_eq!((s.grid, s.grid_y), (66 * spec.cluster, 1));
     }
 
     #[test]

@@ -34,6 +34,7 @@
 pub mod device;
 pub mod error;
 pub mod gemm;
+pub mod hang;
 pub mod launch;
 pub mod op;
 pub mod ptx;

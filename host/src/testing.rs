@@ -15,6 +15,11 @@ use half::bf16;
 use hgemm_kernels::spec::KernelSpec;
 use std::sync::Arc;
 
+mod cases;
+mod compare;
+pub use cases::*;
+pub use compare::*;
+
 /// bf16 output against an f32-accumulating reference: both round to bf16 at the end, so the
 /// expected relative error is about 2^-9; a wrong tile or K slice shows up as 0.1 or more.
 pub const TOLERANCE: f64 = 1e-2;
@@ -42,10 +47,17 @@ pub fn random(gemm: &Gemm, stream: &Arc<CudaStream>, len: usize, seed: u64, scal
 }
 
 /// Set every element of `buf` to `bits`.
-pub fn fill(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut CudaSlice<bf16>, bits: u16) -> Result<()> {
+pub fn fill<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut B, bits: u16) -> Result<()> {
     let len = buf.len();
     let (p, _g) = buf.device_ptr_mut(stream);
     gemm.fill_raw(stream, p, len, bits)
+}
+
+/// Fill `buf` with random bf16, uniform in [-scale, scale), from stream `seed` (as [`random`]).
+pub fn fill_random<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut B, seed: u64, scale: f32) -> Result<()> {
+    let len = buf.len();
+    let (p, _g) = buf.device_ptr_mut(stream);
+    gemm.fill_random_raw(stream, p, len, seed, scale)
 }
 
 /// cuBLAS as the reference and the baseline, computing the same C = A·Bᵀ (row-major).

@@ -139,6 +139,11 @@ fn table() -> String {
 #[test]
 fn kernels_assemble_without_spills_and_match_the_resource_table() {
     let table = table();
+    // docs/resources.md records the default build; a hang-guard build's bounded waits take other
+    // registers, so it is only held to assembling cleanly without spills (checked in `table`).
+    if cfg!(feature = "hang-guard") {
+        return;
+    }
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/resources.md");
     if std::env::var_os("HGEMM_BLESS").is_some() {
         std::fs::write(&path, &table).unwrap();
@@ -152,7 +157,7 @@ fn kernels_assemble_without_spills_and_match_the_resource_table() {
 }
 
 #[test]
-fn every_family_module_has_its_kernels_and_fill_kernels() {
+fn every_family_module_has_its_kernels_and_utility_kernels() {
     for (family, text) in ptx::all() {
         assert!(text.contains(&format!(".target {}", family.ptx_target())));
         for spec in hgemm_kernels::kernels().filter(|s| s.family == family) {
@@ -162,9 +167,11 @@ fn every_family_module_has_its_kernels_and_fill_kernels() {
             assert!(header.contains(&format!(".maxntid {}, 1, 1", spec.threads)), "{}: {header}", spec.name);
             assert_eq!(header.matches(".param .align 64 .b8").count(), 3, "{}: tensor maps not 64-byte aligned: {header}", spec.name);
         }
-        for fill in ["hgemm_fill_random_bf16", "hgemm_fill_u16"] {
-            assert!(text.contains(&format!(".entry {fill}(")), "{fill} missing from {}", family.ptx_target());
+        let hang_test = cfg!(feature = "hang-guard").then_some("hgemm_hang_test");
+        for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_test) {
+            assert!(text.contains(&format!(".entry {util}(")), "{util} missing from {}", family.ptx_target());
         }
+        assert_eq!(text.contains("hgemm_hang_test"), cfg!(feature = "hang-guard"), "the broken pipeline belongs to hang-guard builds only");
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub mod args;
 pub mod desc;
+pub mod hang;
 pub mod pipeline;
 pub mod sched;
 pub mod spec;

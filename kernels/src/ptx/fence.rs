@@ -14,3 +14,10 @@ pub fn proxy_async_shared_cta() {
 pub fn mbarrier_init_release_cluster() {
     unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
 }
+
+/// `fence.sc.sys;` — order this thread's earlier memory accesses before its later ones for every
+/// observer in the system, the host included (used before publishing a record in host memory).
+#[inline(always)]
+pub fn sc_sys() {
+    unsafe { asm!("fence.sc.sys;", options(nostack)) };
+}

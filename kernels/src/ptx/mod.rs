@@ -6,12 +6,14 @@
 //! because LLVM does not treat `asm!` as convergent and may duplicate it across divergent branches
 //! (see TOOLCHAIN.md); for the same reason CTA barriers use the non-`.aligned` `barrier.sync`.
 
+pub mod atom;
 pub mod bar;
 pub mod cluster;
 pub mod cvt;
 pub mod fence;
 pub mod mbarrier;
 pub mod param;
+pub mod red;
 pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;
@@ -20,3 +22,10 @@ pub mod tcgen05;
 pub mod tma;
 #[cfg(hopper)]
 pub mod wgmma;
+
+/// `trap;` (Miscellaneous Instructions: trap) — abort the kernel with an error the host sees at
+/// its next synchronization. The CUDA context is unusable afterwards.
+#[inline(always)]
+pub fn trap() -> ! {
+    unsafe { core::arch::asm!("trap;", options(noreturn, nostack)) }
+}

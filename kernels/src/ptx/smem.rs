@@ -26,6 +26,20 @@ pub fn ld_b32(addr: u32) -> u32 {
     v
 }
 
+/// `st.shared.b64`.
+#[inline(always)]
+pub fn st_b64(addr: u32, v: u64) {
+    unsafe { asm!("st.shared.b64 [{a}], {v};", a = in(reg32) addr, v = in(reg64) v, options(nostack)) };
+}
+
+/// `ld.shared.b64`.
+#[inline(always)]
+pub fn ld_b64(addr: u32) -> u64 {
+    let v: u64;
+    unsafe { asm!("ld.shared.b64 {v}, [{a}];", v = out(reg64) v, a = in(reg32) addr, options(nostack, readonly)) };
+    v
+}
+
 /// `st.shared.v4.b32` — 16 bytes, `addr` 16-byte aligned.
 #[inline(always)]
 pub fn st_v4_b32(addr: u32, v: [u32; 4]) {

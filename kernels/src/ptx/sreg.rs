@@ -17,6 +17,10 @@ sreg!(/// Thread index in the CTA, x.
     tid_x, "%tid.x");
 sreg!(/// CTA index in the grid, x.
     ctaid_x, "%ctaid.x");
+sreg!(/// CTA index in the grid, y.
+    ctaid_y, "%ctaid.y");
+sreg!(/// Threads in the CTA, x.
+    ntid_x, "%ntid.x");
 sreg!(/// CTAs in the grid, x.
     nctaid_x, "%nctaid.x");
 sreg!(/// Lane in the warp.
@@ -27,6 +31,9 @@ sreg!(/// Cluster index in the grid, x.
     clusterid_x, "%clusterid.x");
 sreg!(/// Clusters in the grid, x.
     nclusterid_x, "%nclusterid.x");
+
+sreg!(/// Bytes of dynamic shared memory this launch was given (§10).
+    dynamic_smem_size, "%dynamic_smem_size");
 
 /// Nanosecond global timer (§10.29); read anew on every call.
 #[inline(always)]

@@ -56,7 +56,7 @@ fn hgemm_kernels_is_ladder(k: &KernelSpec) -> bool {
     hgemm::ladder_of(k.family).iter().any(|l| l.name == k.name)
 }
 
-fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
+pub(crate) fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
     s.split(',')
         .map(|t| {
             let v: Vec<usize> = t.split('x').map(|d| d.parse().map_err(|_| format!("bad shape {t}"))).collect::<Result<_, _>>()?;

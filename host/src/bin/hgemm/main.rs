@@ -5,10 +5,12 @@
 //! hgemm verify [--kernels v0,v3,...] [--seed N]
 //! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...|auto] [--samples N]
 //!              [--json FILE] [--csv FILE] [--svg FILE]
+//! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
 //! hgemm ptx --out DIR
 //! ```
 mod bench;
 mod chart;
+mod run;
 
 use hgemm::testing::{self, Cublas};
 use hgemm::{Error, Gemm, KernelSpec};
@@ -16,9 +18,11 @@ use hgemm::{Error, Gemm, KernelSpec};
 pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: hgemm <info | verify | bench | ptx --out DIR> [options]
+const USAGE: &str = "usage: hgemm <info | verify | bench | run | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_narrow_kk,general,...|all] [--seed N]
-  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto] [--samples N] [--json F] [--csv F] [--svg F]";
+  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto] [--samples N] [--json F] [--csv F] [--svg F]
+  run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
+         (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +30,7 @@ fn main() -> ExitCode {
         Some("info") => info(),
         Some("verify") => verify(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("run") => run::run(&args[1..]),
         Some("ptx") => ptx(&args[1..]),
         _ => {
             eprintln!("{USAGE}");

@@ -1,0 +1,358 @@
+//! Which calls to test a kernel on: a seeded random sweep of shapes and layouts, and a few small
+//! cases for runs under compute-sanitizer. Plain Rust, checked without a GPU by the unit tests.
+
+use super::{lengths, op_for};
+use crate::op::{GemmOp, Layout};
+use hgemm_kernels::spec::{KernelSpec, Major};
+
+/// SplitMix64: a tiny seeded generator, so that a sweep is reproduced from its seed alone.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The stream of `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
+    }
+
+    /// Log-uniform in `lo..=hi` (`lo` ≥ 1): small and large sizes alike.
+    pub fn log_range(&mut self, lo: usize, hi: usize) -> usize {
+        let (l, h) = ((lo as f64).ln(), ((hi + 1) as f64).ln());
+        ((l + self.unit() * (h - l)).exp() as usize).clamp(lo, hi)
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// One of `xs`, uniformly.
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.range(0, xs.len() - 1)]
+    }
+}
+
+/// The options of a general call beyond its shape: C's storage order, how far each leading
+/// dimension exceeds the least TMA allows (elements, multiples of 8), alpha, beta, and a strided
+/// batch with gaps between entries (elements, multiples of 8).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Variant {
+    /// Storage order of C.
+    pub c_layout: Layout,
+    /// Extra leading dimension of A, B, C.
+    pub pad: [usize; 3],
+    /// Scale of A·B.
+    pub alpha: f32,
+    /// Scale of the old C.
+    pub beta: f32,
+    /// GEMMs in the batch.
+    pub batch: usize,
+    /// Extra distance between batch entries of A, B, C.
+    pub gap: [usize; 3],
+}
+
+impl Variant {
+    /// Row-major C, no padding, alpha 1, beta 0, one GEMM.
+    pub const PLAIN: Variant = Variant { c_layout: Layout::RowMajor, pad: [0; 3], alpha: 1.0, beta: 0.0, batch: 1, gap: [0; 3] };
+    /// Everything at once: column-major C, padded, alpha and beta, a batch of two with gaps.
+    pub const GENERAL: Variant = Variant { c_layout: Layout::ColMajor, pad: [8, 16, 8], alpha: -0.75, beta: 0.5, batch: 2, gap: [8, 16, 64] };
+}
+
+/// The call `kernel` (a general one) computes for an M×N output with the options of `v`: A and B
+/// stored so that, once a column-major C is turned into a row-major one (Cᵀ = Bᵀ·Aᵀ), the kernel
+/// reads them in its own orders. Leading dimensions are the row length rounded up to 8 (TMA
+/// moves 16-byte rows) plus the padding.
+pub fn op_with(kernel: &KernelSpec, m: usize, n: usize, k: usize, v: &Variant) -> GemmOp {
+    let up8 = |x: usize| x.div_ceil(8) * 8;
+    let k_major = |major: Major| major == Major::K;
+    // A (M×K) row-major is K-major; B (K×N) column-major is K-major. With C column-major the
+    // kernel's A is Bᵀ and its B is Aᵀ.
+    let (a_row, b_col) = match v.c_layout {
+        Layout::RowMajor => (k_major(kernel.a_major), k_major(kernel.b_major)),
+        Layout::ColMajor => (k_major(kernel.b_major), k_major(kernel.a_major)),
+    };
+    let (a_layout, lda) = if a_row { (Layout::RowMajor, k + v.pad[0]) } else { (Layout::ColMajor, up8(m) + v.pad[0]) };
+    let (b_layout, ldb) = if b_col { (Layout::ColMajor, k + v.pad[1]) } else { (Layout::RowMajor, up8(n) + v.pad[1]) };
+    let ldc = match v.c_layout {
+        Layout::RowMajor => up8(n),
+        Layout::ColMajor => up8(m),
+    } + v.pad[2];
+    let op = GemmOp::new(m, n, k).a(a_layout, lda).b(b_layout, ldb).c(v.c_layout, ldc).alpha(v.alpha).beta(v.beta);
+    if v.batch > 1 {
+        op.batched(v.batch, op.stride_a + v.gap[0], op.stride_b + v.gap[1], op.stride_c + v.gap[2])
+    } else {
+        op
+    }
+}
+
+/// `op` in one line: shape, batch, storage orders with leading dimensions, alpha, beta.
+pub fn describe(op: &GemmOp) -> String {
+    let order = |l: Layout| if l == Layout::RowMajor { "row" } else { "col" };
+    format!(
+        "{}x{}x{} batch {} A {} ld {} B {} ld {} C {} ld {} alpha {} beta {}",
+        op.m,
+        op.n,
+        op.k,
+        op.batch,
+        order(op.a_layout),
+        op.lda,
+        order(op.b_layout),
+        op.ldb,
+        order(op.c_layout),
+        op.ldc,
+        op.alpha,
+        op.beta
+    )
+}
+
+/// The sweep's bound on the work of one case (multiply-adds, all batch entries): 2^36, a few
+/// tenths of a millisecond on an H200.
+pub const SWEEP_MAX_MACS: usize = 1 << 36;
+/// The sweep's bound on each operand's buffer (elements, padding and batch included): 2^27
+/// (256 MiB), so that four buffers of this size serve every case.
+pub const SWEEP_MAX_ELEMENTS: usize = 1 << 27;
+/// The largest M or N the sweep draws: beyond 8192.
+pub const SWEEP_MAX_DIM: usize = 12288;
+/// The largest K.
+pub const SWEEP_MAX_K: usize = 65536;
+
+/// One case of the sweep: the call, and the seed of its inputs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SweepCase {
+    /// Position in the sweep.
+    pub index: usize,
+    /// The call.
+    pub op: GemmOp,
+    /// Seed of its random inputs.
+    pub seed: u64,
+}
+
+/// Whether `op` fits the sweep's bounds.
+pub fn within_sweep_bounds(op: &GemmOp) -> bool {
+    let (la, lb, lc) = lengths(op);
+    op.m * op.n * op.k * op.batch <= SWEEP_MAX_MACS && la.max(lb).max(lc) <= SWEEP_MAX_ELEMENTS
+}
+
+/// `count` calls for `kernel`, reproducible from `seed` (each kernel draws its own stream).
+///
+/// Sizes are drawn in the kernel's own coordinates (rows and columns of the row-major C it
+/// writes; a column-major C swaps them): a third sit at a tile boundary ±1 (tiles of
+/// `tile_m × cluster` rows and `tile_n` columns) or ±8 for K (64-wide K slices), the rest are
+/// tiny, log-uniform up to [`SWEEP_MAX_DIM`] or beyond 8192. K is a multiple of 8 in
+/// 8..=[`SWEEP_MAX_K`]. A kernel whose dense C leaves through TMA (v6) takes N in multiples of 8,
+/// the only ones it accepts. General kernels also draw C's storage order, padded leading
+/// dimensions, alpha, beta and batches ([`Variant`]); the ladder's v0–v6 take the dense native
+/// call. Every case fits [`within_sweep_bounds`] (K is halved until it does). The first cases
+/// are fixed corners: the smallest call, one tile plus one, an output beyond 8192 in both
+/// dimensions, K = 65536, and very tall and very wide outputs.
+pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCase> {
+    let name_hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let mut rng = Rng::new(seed ^ name_hash);
+    let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+    let n_step = if kernel.c_box.is_some() && !kernel.general { 8 } else { 1 };
+    let up = |x: usize, step: usize| x.div_ceil(step) * step;
+
+    let corners = [
+        (1, 1, 8),
+        (unit_m + 1, unit_n + 1, 72),
+        (8193, 8200, 1000),
+        (129, 136, 65536),
+        (SWEEP_MAX_DIM + 1, 64, 4096),
+        (64, SWEEP_MAX_DIM + 1, 4096),
+    ];
+    let mut cases = Vec::with_capacity(count);
+    let mut draws = 0u64;
+    while cases.len() < count {
+        let index = cases.len();
+        draws += 1;
+        assert!(draws < 100 * count as u64 + 1000, "sweep for {} cannot find cases within its bounds", kernel.name);
+        let v = if kernel.general { variant(&mut rng) } else { Variant::PLAIN };
+        let (mk, nk, mut k) = match corners.get(index) {
+            Some(&(m, n, k)) => (m, n, k),
+            None => {
+                let (m, n) = (dim(&mut rng, unit_m), dim(&mut rng, unit_n));
+                (m, n, k_dim(&mut rng))
+            }
+        };
+        let nk = up(nk, n_step);
+        // Kernel coordinates to the call's: a column-major C is the kernel's Cᵀ.
+        let (m, n) = if v.c_layout == Layout::ColMajor { (nk, mk) } else { (mk, nk) };
+        let make = |k| if kernel.general { op_with(kernel, m, n, k, &v) } else { op_for(kernel, m, n, k) };
+        while k > 8 && !within_sweep_bounds(&make(k)) {
+            k = (k / 2).div_ceil(8) * 8;
+        }
+        let op = make(k);
+        if within_sweep_bounds(&op) {
+            cases.push(SweepCase { index, op, seed: rng.next_u64() });
+        }
+    }
+    cases
+}
+
+/// A size along M or N with tiles of `unit`.
+fn dim(rng: &mut Rng, unit: usize) -> usize {
+    let r = rng.unit();
+    if r < 0.35 {
+        let tiles = rng.log_range(1, SWEEP_MAX_DIM / unit);
+        (tiles * unit).saturating_add_signed(rng.pick(&[-1isize, 0, 1])).max(1)
+    } else if r < 0.5 {
+        rng.range(1, 64)
+    } else if r < 0.85 {
+        rng.log_range(1, SWEEP_MAX_DIM)
+    } else {
+        rng.range(8193, SWEEP_MAX_DIM)
+    }
+}
+
+/// A K, a multiple of 8, before the bounds cut it down.
+fn k_dim(rng: &mut Rng) -> usize {
+    let r = rng.unit();
+    let k = if r < 0.3 {
+        (64 * rng.log_range(1, SWEEP_MAX_K / 64)).saturating_add_signed(rng.pick(&[-8isize, 0, 8]))
+    } else if r < 0.4 {
+        8 * rng.range(1, 8)
+    } else if r < 0.9 {
+        rng.log_range(8, SWEEP_MAX_K)
+    } else {
+        rng.range(SWEEP_MAX_K / 4, SWEEP_MAX_K)
+    };
+    (k / 8 * 8).clamp(8, SWEEP_MAX_K)
+}
+
+fn variant(rng: &mut Rng) -> Variant {
+    let mut pad = || if rng.chance(0.5) { 0 } else { 8 * rng.range(1, 8) };
+    let pad = [pad(), pad(), pad()];
+    let alpha = if rng.chance(0.4) { 1.0 } else { rng.pick(&[0.5f32, -1.25, 2.0, -0.3]) };
+    let beta = if rng.chance(0.5) { 0.0 } else { rng.pick(&[1.0f32, -0.5, 0.25]) };
+    let batch = if rng.chance(0.7) { 1 } else { rng.range(2, 4) };
+    let mut gap = || 8 * rng.range(0, 4);
+    let gap = [gap(), gap(), gap()];
+    let c_layout = if rng.chance(0.5) { Layout::RowMajor } else { Layout::ColMajor };
+    Variant { c_layout, pad, alpha, beta, batch, gap }
+}
+
+/// Small calls for `kernel` that still take every path it has, for runs under compute-sanitizer
+/// (which slows kernels down a hundredfold or more): whole tiles (of `tile_m × cluster` rows),
+/// partial tiles in M, N and K with K long enough to wrap the stage ring, and for general kernels
+/// the same partial shape through [`Variant::GENERAL`] (column-major C, padding, alpha, beta ≠ 0
+/// so C is loaded, a batch of two).
+pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
+    let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+    let (pm, pn) = (unit_m + 61, unit_n + 40);
+    let mut cases = vec![
+        (format!("{unit_m}x{unit_n}x512 whole tiles"), op_for(kernel, unit_m, unit_n, 512)),
+        (format!("{pm}x{pn}x520 partial tiles"), op_for(kernel, pm, pn, 520)),
+    ];
+    if kernel.general {
+        // The column-major C swaps M and N: in the kernel's coordinates this is pm × pn again.
+        cases.push((format!("{pn}x{pm}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, pn, pm, 520, &Variant::GENERAL)));
+    }
+    cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op;
+
+    fn check_plannable(kernel: &KernelSpec, op: &GemmOp, what: &str) {
+        let (la, lb, lc) = lengths(op);
+        assert_eq!(op.validate(la, lb, lc), Ok(true), "{}: {what}: {op:?}", kernel.name);
+        let (rop, _) = op.row_major_c();
+        op::plan(kernel, &rop, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
+    }
+
+    #[test]
+    fn rng_is_reproducible_and_in_range() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        for _ in 0..1000 {
+            let x = a.log_range(1, 12288);
+            assert_eq!(x, b.log_range(1, 12288));
+            assert!((1..=12288).contains(&x));
+            assert!((3..=5).contains(&a.range(3, 5)));
+            b.range(3, 5);
+        }
+    }
+
+    #[test]
+    fn sweep_cases_are_valid_reproducible_and_cover_the_corners() {
+        for kernel in hgemm_kernels::kernels() {
+            let cases = sweep_cases(kernel, 42, 200);
+            assert_eq!(cases, sweep_cases(kernel, 42, 200), "{}: same seed, same cases", kernel.name);
+            assert_ne!(cases, sweep_cases(kernel, 43, 200), "{}: another seed, other cases", kernel.name);
+            assert_eq!(cases.len(), 200);
+            let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+            let (mut big_m, mut big_n, mut k_max, mut boundary) = (false, false, false, 0);
+            let (mut col_c, mut batched, mut scaled, mut padded) = (false, false, false, false);
+            for c in &cases {
+                let op = &c.op;
+                check_plannable(kernel, op, &format!("case {}", c.index));
+                assert!(within_sweep_bounds(op), "{}: case {} out of bounds: {op:?}", kernel.name, c.index);
+                assert!(op.k % 8 == 0 && (8..=SWEEP_MAX_K).contains(&op.k));
+                let (rop, _) = op.row_major_c();
+                big_m |= rop.m > 8192;
+                big_n |= rop.n > 8192;
+                k_max |= op.k == SWEEP_MAX_K;
+                let near = |x: usize, unit: usize| [x % unit, (x + 1) % unit, (x + unit - 1) % unit].contains(&0) && x > 1;
+                boundary += (near(rop.m, unit_m) || near(rop.n, unit_n)) as usize;
+                col_c |= op.c_layout == Layout::ColMajor;
+                batched |= op.batch > 1;
+                scaled |= op.beta != 0.0 && op.alpha != 1.0;
+                padded |= !op.is_native() && op.ldc > op.n.div_ceil(8) * 8;
+            }
+            assert!(big_m && big_n && k_max, "{}: M, N beyond 8192 and K = 65536 must all occur", kernel.name);
+            assert!(boundary >= 40, "{}: only {boundary} cases at a tile boundary", kernel.name);
+            if kernel.general {
+                assert!(col_c && batched && scaled && padded, "{}: layouts, batches, alpha/beta, padding must all occur", kernel.name);
+            } else {
+                assert!(cases.iter().all(|c| c.op.is_native()), "{}: the ladder takes the dense native call only", kernel.name);
+            }
+        }
+    }
+
+    #[test]
+    fn small_cases_are_valid_and_include_partial_tiles() {
+        for kernel in hgemm_kernels::kernels() {
+            let cases = small_cases(kernel);
+            assert_eq!(cases.len(), if kernel.general { 3 } else { 2 }, "{}", kernel.name);
+            for (what, op) in &cases {
+                check_plannable(kernel, op, what);
+                assert!(op.m * op.n * op.k * op.batch <= 1 << 27, "{}: {what} is too big for the sanitizers", kernel.name);
+            }
+            let (_, partial) = &cases[1];
+            assert!(partial.m % kernel.tile_m as usize != 0 && partial.n % kernel.tile_n as usize != 0 && partial.k % 64 != 0);
+        }
+    }
+
+    #[test]
+    fn op_with_puts_a_column_major_c_in_the_kernels_orders() {
+        for kernel in hgemm_kernels::kernels().filter(|k| k.general) {
+            for c_layout in [Layout::RowMajor, Layout::ColMajor] {
+                let v = Variant { c_layout, ..Variant::GENERAL };
+                let op = op_with(kernel, 300, 200, 72, &v);
+                let (rop, _) = op.row_major_c();
+                assert_eq!((rop.a_major(), rop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);
+                check_plannable(kernel, &op, "300x200x72");
+            }
+        }
+    }
+}

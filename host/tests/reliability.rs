@@ -1,0 +1,379 @@
+//! Reliability (issue 6): a seeded random-shape sweep against cuBLAS, bitwise determinism, a soak
+//! with flat device memory, and four threads sharing one handle. They need an H100/H200, so they
+//! are ignored in the normal suite and run on the GPU machine with `--ignored`, one test per
+//! process (`scripts/device-reliability.sh`); without a GPU they fail, never skip.
+//!
+//! Outputs are compared on the GPU (`testing::compare_into`): only five numbers per comparison
+//! come back. Each test ends by printing one line that starts with `reliability:`, which the
+//! device script copies into its table.
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DriverError};
+use half::bf16;
+use hgemm::testing::{self, BufferComparison, Cublas, Rng, Variant};
+use hgemm::{Family, Gemm, GemmOp, KernelSpec};
+use std::sync::Arc;
+
+fn open() -> Gemm {
+    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine")).expect("hgemm::Gemm::new");
+    let d = gemm.device();
+    assert_eq!(gemm.family(), Family::Hopper, "these tests need a Hopper GPU; this is {} ({}.{})", d.name, d.major, d.minor);
+    gemm
+}
+
+/// `HGEMM_SEED`, or a fresh one; printed either way so that a failure can be repeated.
+fn seed() -> u64 {
+    let seed = std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
+    });
+    println!("seed {seed} (set HGEMM_SEED={seed} to repeat)");
+    seed
+}
+
+fn drv(call: &'static str) -> impl Fn(DriverError) -> hgemm::Error {
+    move |e| hgemm::Error::Driver { call, code: format!("{e:?}") }
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+fn alloc<T: cudarc::driver::DeviceRepr>(stream: &Arc<CudaStream>, len: usize) -> CudaSlice<T> {
+    // SAFETY: every test fills what it reads before reading it.
+    unsafe { stream.alloc::<T>(len) }.expect("cuMemAlloc")
+}
+
+/// Fresh inputs for `op` in `a`, `b` and `c` (A uniform in [-1, 1), B scaled by K^-1/2; C
+/// poisoned, with random old values when beta ≠ 0, and `guard` more poisoned elements after it).
+fn fill_inputs(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    op: &GemmOp,
+    seed: u64,
+    a: &mut CudaViewMut<bf16>,
+    b: &mut CudaViewMut<bf16>,
+    c: &mut CudaViewMut<bf16>,
+) -> hgemm::Result<()> {
+    testing::fill_random(gemm, stream, a, seed, 1.0)?;
+    testing::fill_random(gemm, stream, b, seed ^ 0x5eed, 1.0 / (op.k.max(1) as f32).sqrt())?;
+    testing::fill(gemm, stream, c, testing::POISON)?;
+    if op.beta != 0.0 {
+        let (_, _, lc) = testing::lengths(op);
+        testing::fill_random(gemm, stream, &mut c.slice_mut(..lc), seed ^ 0xc0de, 1.0)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn gemm_handle_is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Gemm>();
+}
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_random_shape_sweep_matches_cublas() {
+    let gemm = open();
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let count = env_or("HGEMM_SWEEP_CASES", 200);
+    // Each kernel draws its own cases from the seed, so a subset repeats them exactly.
+    let only = std::env::var("HGEMM_SWEEP_KERNELS").ok();
+    // One set of buffers for every case: each case uses the front of each.
+    let max = testing::SWEEP_MAX_ELEMENTS;
+    let (mut a, mut b) = (alloc::<bf16>(&stream, max), alloc::<bf16>(&stream, max));
+    let (mut c, mut r) = (alloc::<bf16>(&stream, max + testing::GUARD_LEN), alloc::<bf16>(&stream, max + testing::GUARD_LEN));
+    let mut slot = testing::comparison_slots(&stream, 1).unwrap();
+    let (mut total, mut failures, mut worst) = (0, Vec::new(), 0.0f64);
+    let started = std::time::Instant::now();
+    for kernel in gemm.kernels().filter(|k| only.as_ref().is_none_or(|o| o.split(',').any(|n| n == k.name))) {
+        let mut kernel_worst = (0.0f64, String::new());
+        let mut run = |case: &testing::SweepCase| -> hgemm::Result<BufferComparison> {
+            let op = &case.op;
+            let (la, lb, lc) = testing::lengths(op);
+            let guarded = lc + testing::GUARD_LEN;
+            fill_inputs(&gemm, &stream, op, case.seed, &mut a.slice_mut(..la), &mut b.slice_mut(..lb), &mut c.slice_mut(..guarded))?;
+            stream.memcpy_dtod(&c.slice(..guarded), &mut r.slice_mut(..guarded)).map_err(drv("cuMemcpyDtoD"))?;
+            gemm.gemm_with(kernel, &stream, op, &a.slice(..la), &b.slice(..lb), &mut c.slice_mut(..lc))?;
+            blas.gemm(op, &a.slice(..la), &b.slice(..lb), &mut r.slice_mut(..lc))?;
+            stream.memset_zeros(&mut slot).map_err(drv("cuMemsetD8"))?;
+            testing::compare_into(&gemm, &stream, &c.slice(..guarded), &r.slice(..guarded), &mut slot)?;
+            Ok(testing::read_comparisons(&stream, &slot)?[0])
+        };
+        let cases = testing::sweep_cases(kernel, seed, count);
+        let mut failed = 0;
+        for case in &cases {
+            total += 1;
+            let what = format!("{} case {} ({}, input seed {})", kernel.name, case.index, testing::describe(&case.op), case.seed);
+            match run(case) {
+                Ok(cmp) if cmp.passed() => {
+                    if cmp.rel_error() > kernel_worst.0 {
+                        kernel_worst = (cmp.rel_error(), testing::describe(&case.op));
+                    }
+                }
+                Ok(cmp) => {
+                    failed += 1;
+                    failures.push(format!("{what}: rel error {:.2e}, unwritten {}, stray {}", cmp.rel_error(), cmp.unwritten, cmp.stray));
+                }
+                Err(e) => {
+                    failed += 1;
+                    failures.push(format!("{what}: {e}"));
+                }
+            }
+        }
+        worst = worst.max(kernel_worst.0);
+        println!("{:<22} {} cases, {failed} failed; worst rel error {:.2e} at {}", kernel.name, cases.len(), kernel_worst.0, kernel_worst.1);
+    }
+    for f in failures.iter().take(50) {
+        println!("FAIL {f}");
+    }
+    println!(
+        "reliability: sweep seed {seed}: {total} cases ({count} per kernel), {} failed, worst rel error {worst:.2e}, {:.0} s",
+        failures.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "seed {seed} (HGEMM_SEED={seed}, and HGEMM_SWEEP_KERNELS=<names> for a subset, repeat it): {} of {total} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_outputs_are_bitwise_deterministic() {
+    const RUNS: usize = 100;
+    let gemm = open();
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let mut problems = Vec::new();
+    for (i, kernel) in gemm.kernels().enumerate() {
+        // Partial tiles in M, N and K, several tiles per SM for the persistent kernels; the
+        // general kernels through every option at once (beta ≠ 0: C is an input too).
+        let (m, n, k) = (1999, 3000, 4104);
+        let op = if kernel.general { testing::op_with(kernel, m, n, k, &Variant::GENERAL) } else { testing::op_for(kernel, m, n, k) };
+        let (la, lb, lc) = testing::lengths(&op);
+        let (mut a, mut b, mut c0) = (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc));
+        fill_inputs(&gemm, &stream, &op, seed.wrapping_add(i as u64), &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c0.slice_mut(..)).unwrap();
+        let (mut out, mut first) = (alloc::<bf16>(&stream, lc), alloc::<bf16>(&stream, lc));
+        let mut slots = testing::comparison_slots(&stream, RUNS).unwrap();
+        for run in 0..RUNS {
+            stream.memcpy_dtod(&c0, &mut out).unwrap();
+            gemm.gemm_with(kernel, &stream, &op, &a, &b, &mut out).unwrap();
+            if run == 0 {
+                stream.memcpy_dtod(&out, &mut first).unwrap();
+            } else {
+                let mut slot = slots.slice_mut(run * BufferComparison::WORDS..(run + 1) * BufferComparison::WORDS);
+                testing::compare_into(&gemm, &stream, &out, &first, &mut slot).unwrap();
+            }
+        }
+        // The first result must also be right, or identical runs prove little.
+        let mut reference = stream.clone_dtod(&c0).unwrap();
+        blas.gemm(&op, &a, &b, &mut reference).unwrap();
+        let vs_cublas = testing::compare_on_device(&gemm, &stream, &first, &reference).unwrap();
+        let runs = testing::read_comparisons(&stream, &slots).unwrap();
+        let differing = runs[1..].iter().filter(|c| !c.identical()).count();
+        let most = runs.iter().map(|c| c.bits_differ).max().unwrap_or(0);
+        println!(
+            "{:<22} {}: {RUNS} runs, {differing} differ from the first (at most {most} elements); first vs cuBLAS {:.2e}",
+            kernel.name,
+            testing::describe(&op),
+            vs_cublas.rel_error()
+        );
+        if differing > 0 || !vs_cublas.passed() {
+            problems.push(format!("{}: {differing} of {} runs differ, first vs cuBLAS {vs_cublas:?}", kernel.name, RUNS - 1));
+        }
+    }
+    let kernels = gemm.kernels().count();
+    println!("reliability: determinism: {kernels} kernels x {RUNS} runs, {} not bitwise identical or wrong", problems.len());
+    assert!(problems.is_empty(), "seed {seed}:\n{}", problems.join("\n"));
+}
+
+/// The buffers of one soak call and its cuBLAS result; every kernel that reads A and B in the
+/// call's orders runs on them.
+struct SoakBuffers {
+    op: GemmOp,
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    c: CudaSlice<bf16>,
+    reference: CudaSlice<bf16>,
+}
+
+/// A (kernel, call) pair of the soak and the buffers it uses.
+struct SoakCall {
+    kernel: &'static KernelSpec,
+    op: GemmOp,
+    buffers: usize,
+}
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_soak_keeps_device_memory_flat() {
+    let calls = env_or("HGEMM_SOAK_CALLS", 10_000);
+    let gemm = open();
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let shapes = [(128, 256, 64), (129, 264, 72), (300, 520, 136), (1000, 1000, 1000), (2048, 2048, 512), (96, 4096, 256)];
+    // One call per (shape, storage order of A and B): every kernel that reads those orders runs
+    // on the same buffers and is checked against the same cuBLAS result.
+    let mut buffers: Vec<SoakBuffers> = Vec::new();
+    let mut pairs = Vec::new();
+    for &(m, n, k) in &shapes {
+        for kernel in gemm.kernels() {
+            let op = testing::op_for(kernel, m, n, k);
+            let index = match buffers.iter().position(|b| b.op == op) {
+                Some(i) => i,
+                None => {
+                    let (la, lb, lc) = testing::lengths(&op);
+                    let (mut a, mut b, mut c) = (alloc(&stream, la), alloc(&stream, lb), alloc(&stream, lc));
+                    let inputs_seed = seed.wrapping_add(buffers.len() as u64);
+                    fill_inputs(&gemm, &stream, &op, inputs_seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..)).unwrap();
+                    let mut reference = stream.clone_dtod(&c).unwrap();
+                    blas.gemm(&op, &a, &b, &mut reference).unwrap();
+                    buffers.push(SoakBuffers { op, a, b, c, reference });
+                    buffers.len() - 1
+                }
+            };
+            pairs.push(SoakCall { kernel, op, buffers: index });
+        }
+    }
+    let mut results = testing::comparison_slots(&stream, pairs.len()).unwrap();
+    let mut counts = vec![0usize; pairs.len()];
+    let mut call = |p: usize, results: &mut CudaSlice<u64>| -> hgemm::Result<()> {
+        let SoakCall { kernel, op, buffers: index } = &pairs[p];
+        let SoakBuffers { a, b, c, reference, .. } = &mut buffers[*index];
+        testing::fill(&gemm, &stream, c, testing::POISON)?;
+        gemm.gemm_with(kernel, &stream, op, a, b, c)?;
+        let mut at = results.slice_mut(p * BufferComparison::WORDS..(p + 1) * BufferComparison::WORDS);
+        testing::compare_into(&gemm, &stream, c, reference, &mut at)
+    };
+    // Warm-up: every (kernel, call) once, so that lazily loaded code is in before the first count.
+    for (p, count) in counts.iter_mut().enumerate() {
+        call(p, &mut results).unwrap();
+        *count += 1;
+    }
+    gemm.synchronize(&stream).unwrap();
+    let (free_before, total) = gemm.context().mem_get_info().unwrap();
+    let rss_before = rss_kib();
+    let started = std::time::Instant::now();
+    let mut rng = Rng::new(seed);
+    let mut error = None;
+    for i in 0..calls {
+        let p = rng.range(0, pairs.len() - 1);
+        if let Err(e) = call(p, &mut results) {
+            error = Some(format!("call {i} ({} {}): {e}", pairs[p].kernel.name, testing::describe(&pairs[p].op)));
+            break;
+        }
+        counts[p] += 1;
+        // Now and then, so that an asynchronous failure is caught near the call that caused it.
+        if i % 1000 == 999
+            && let Err(e) = gemm.synchronize(&stream)
+        {
+            error = Some(format!("after call {i}: {e}"));
+            break;
+        }
+    }
+    let synced = gemm.synchronize(&stream);
+    let seconds = started.elapsed().as_secs_f64();
+    let (free_after, _) = gemm.context().mem_get_info().unwrap();
+    let rss_after = rss_kib();
+    let mut bad = Vec::new();
+    for (p, c) in testing::read_comparisons(&stream, &results).unwrap().iter().enumerate() {
+        if !c.passed() {
+            bad.push(format!("{} {} ({} calls): {c:?}", pairs[p].kernel.name, testing::describe(&pairs[p].op), counts[p]));
+        }
+    }
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    println!(
+        "reliability: soak {calls} calls over {} (kernel, shape) pairs in {seconds:.1} s: free device memory {:.1} MiB before, {:.1} MiB after (change {} bytes) of {:.0} MiB; host RSS {rss_before} KiB before, {rss_after} KiB after; {} pairs wrong",
+        pairs.len(),
+        mib(free_before),
+        mib(free_after),
+        free_after as i64 - free_before as i64,
+        mib(total),
+        bad.len()
+    );
+    assert!(error.is_none() && synced.is_ok(), "seed {seed}: {error:?} {synced:?}");
+    assert!(bad.is_empty(), "seed {seed}: wrong results:\n{}", bad.join("\n"));
+    assert!(free_after >= free_before, "device memory in use grew by {} bytes over the soak", free_before - free_after);
+}
+
+/// Resident set of this process, KiB (Linux), for the soak's report.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+}
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_concurrent_streams_share_one_handle() {
+    const THREADS: usize = 4;
+    let iterations = env_or("HGEMM_CONCURRENCY_CALLS", 40);
+    let gemm = open();
+    let seed = seed();
+    let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
+    let start = std::sync::Barrier::new(THREADS);
+    let outcomes: Vec<Vec<(bool, String)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (gemm, kernels, start) = (&gemm, &kernels, &start);
+                s.spawn(move || {
+                    let stream = gemm.context().new_stream().expect("cuStreamCreate");
+                    let blas = Cublas::new(&stream).expect("cublasCreate");
+                    let mut rng = Rng::new(seed ^ ((t as u64) << 40));
+                    let mut lines = Vec::new();
+                    start.wait();
+                    for i in 0..iterations {
+                        // Threads walk the kernels from different places, so different kernels
+                        // run at once; every fifth call lets the library choose.
+                        let kernel = kernels[(i + t * kernels.len() / THREADS) % kernels.len()];
+                        let auto = i % 5 == 4;
+                        let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
+                        let n = rng.range(1, 1500).div_ceil(8) * 8;
+                        let op = if kernel.general && rng.chance(0.5) {
+                            testing::op_with(kernel, m, n, k, &Variant::GENERAL)
+                        } else {
+                            testing::op_for(kernel, m, n, k)
+                        };
+                        let name = if auto { "auto" } else { kernel.name };
+                        let what = format!("thread {t} call {i}: {name} {}", testing::describe(&op));
+                        match concurrent_call(gemm, &stream, &blas, (!auto).then_some(kernel), &op, rng.next_u64()) {
+                            Ok(c) => lines.push((c.passed(), format!("{what}: rel error {:.2e}, unwritten {}, stray {}", c.rel_error(), c.unwritten, c.stray))),
+                            Err(e) => lines.push((false, format!("{what}: {e}"))),
+                        }
+                    }
+                    lines
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("a worker thread panicked")).collect()
+    });
+    let failed: Vec<&String> = outcomes.iter().flatten().filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
+    for f in &failed {
+        println!("FAIL {f}");
+    }
+    println!(
+        "reliability: concurrency: {THREADS} threads x {iterations} calls, each thread on its own stream, one shared handle: {} failed",
+        failed.len()
+    );
+    assert!(failed.is_empty(), "seed {seed}: {} of {} calls failed", failed.len(), THREADS * iterations);
+}
+
+/// One checked call on `stream`: fresh buffers and inputs, the kernel (or the library's choice),
+/// cuBLAS on the same stream, and the comparison on the device.
+fn concurrent_call(gemm: &Gemm, stream: &Arc<CudaStream>, blas: &Cublas, kernel: Option<&KernelSpec>, op: &GemmOp, seed: u64) -> hgemm::Result<BufferComparison> {
+    let (la, lb, lc) = testing::lengths(op);
+    let (mut a, mut b, mut c) = (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
+    fill_inputs(gemm, stream, op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))?;
+    let mut reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
+    match kernel {
+        Some(k) => gemm.gemm_with(k, stream, op, &a, &b, &mut c.slice_mut(..lc))?,
+        None => gemm.gemm(stream, op, &a, &b, &mut c.slice_mut(..lc))?,
+    }
+    blas.gemm(op, &a, &b, &mut reference.slice_mut(..lc))?;
+    testing::compare_on_device(gemm, stream, &c, &reference)
+}
