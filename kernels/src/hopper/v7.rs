@@ -334,8 +334,12 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     fence::proxy_async_shared_cta();
                     bar::sync(1 + c, 128);
                     let x = n0 + j * C_BOX.inner;
-                    if leader && x < tma_columns {
-                        tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
+                    if leader {
+                        if x < tma_columns {
+                            tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
+                        }
+                        // One group per box, empty for a box past C's last whole chunk: the
+                        // `wait_group.read 1` above counts on groups alternating between buffers.
                         tma::commit_group();
                     }
                 }
@@ -378,8 +382,11 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     if p % pairs_per_box == pairs_per_box - 1 {
                         fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
-                        if leader && x < tma_columns as i32 {
-                            tma::store_3d(map_c, x, row0 as i32, z, buf.0);
+                        if leader {
+                            if x < tma_columns as i32 {
+                                tma::store_3d(map_c, x, row0 as i32, z, buf.0);
+                            }
+                            // One group per box (see above).
                             tma::commit_group();
                         }
                     }
