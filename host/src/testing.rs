@@ -381,6 +381,11 @@ pub fn verify_kernel(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kerne
     Ok(lines)
 }
 
+/// Multiply-adds of `op`.
+pub fn macs(op: &GemmOp) -> usize {
+    op.m * op.n * op.k * op.batch
+}
+
 /// Buffer lengths `op` needs for A, B and C.
 pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
     let len = |layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize| {

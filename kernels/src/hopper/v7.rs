@@ -277,6 +277,9 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         let mut acc = T::Acc::zeroed();
         let mut read = PipelineState::<STAGES>::new();
         let mut c_phase = 0;
+        // Boxes staged so far, across tiles: the two buffers must alternate box after box even
+        // when a tile has one box (Narrow), since `wait_group.read 1` leaves the last store running.
+        let mut boxes = 0u32;
         let mut idx = first;
         while idx < units {
             let (m0, n0, z) = unit(idx);
@@ -319,7 +322,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                 // pairs measured 1.4% faster overall than the straight-line pass below (whose
                 // code is 2.4 times larger); with alpha and beta in it, though, it spills.
                 for j in 0..T::BN / C_BOX.inner {
-                    let buf = staging(j % 2);
+                    let buf = staging(boxes % 2);
+                    boxes += 1;
                     if leader {
                         // The store issued from this buffer two boxes ago has read it.
                         tma::wait_group_read::<1>();
@@ -352,7 +356,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                 let pairs_per_box = C_BOX.inner / 4;
                 acc.for_each_pair(|p, lo, hi| {
                     let j = p / pairs_per_box;
-                    let buf = staging(j % 2);
+                    let buf = staging((boxes + j) % 2);
                     let x = (n0 + j * C_BOX.inner) as i32;
                     if p % pairs_per_box == 0 {
                         if leader {
@@ -391,6 +395,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                         }
                     }
                 });
+                boxes += T::BN / C_BOX.inner;
             }
             if n0 + T::BN > tma_columns {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores

@@ -90,7 +90,7 @@ pub fn run(args: &[String]) -> CliResult {
     let d = gemm.device();
     crate::say_skipped(&gemm);
     println!(
-        "bench on {} ({} SMs, {} MiB L2); median of {samples} samples of ~60 ms, each after ~40 ms untimed, contenders interleaved",
+        "bench on {} ({} SMs, {} MiB L2); median of {samples} samples of ~60 ms, each after ~40 ms untimed, each contender alternating with cuBLAS",
         d.name,
         d.sms,
         d.l2_bytes >> 20
@@ -144,28 +144,32 @@ fn bench_shape(
     // v1, against ~1.02× in steady state), so every sample first brings the clock to its own.
     let calls = ((60e-3 * 600e12) / (2.0 * m as f64 * n as f64 * k as f64)).ceil().clamp(1.0, 20000.0) as usize;
     let warmup = (calls * 2).div_ceil(3);
-    let mut times = vec![Vec::new(); contenders.len()];
-    for (i, ct) in contenders.iter().enumerate() {
+    for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all.
-        let one = run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, 0, (m, n, k));
-        one.map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
-        times[i] = Vec::with_capacity(samples);
+        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, 0, (m, n, k)).map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
     }
-    for _ in 0..samples {
-        for (i, ct) in contenders.iter().enumerate() {
-            let t = testing::time_median(stream, warmup, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, j, (m, n, k)))?;
-            times[i].push(t[0]);
+    let mut sample = |ct: &Contender| -> Result<f64, Box<dyn std::error::Error>> {
+        let t = testing::time_median(stream, warmup, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, j, (m, n, k)))?;
+        Ok(t[0])
+    };
+    // Each contender alternates with cuBLAS alone and is compared with the cuBLAS samples of its
+    // own pairing: the clock a sample runs at then depends on two similar neighbours, not on
+    // where the contender sits in a row of kernels that draw very different power.
+    let mut rows = Vec::new();
+    let mut all_cublas = Vec::new();
+    for ct in &contenders[1..] {
+        let (mut theirs, mut ours) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+        for _ in 0..samples {
+            theirs.push(sample(&contenders[0])?);
+            ours.push(sample(ct)?);
         }
+        let ms = testing::median(&ours);
+        rows.push(Row { shape: (m, n, k), name: ct.name(), ms, tflops: testing::tflops(m, n, k, ms), vs_cublas: testing::median(&theirs) / ms });
+        all_cublas.extend(theirs);
     }
-    let base = testing::median(&times[0]);
-    Ok(contenders
-        .iter()
-        .zip(&times)
-        .map(|(ct, t)| {
-            let ms = testing::median(t);
-            Row { shape: (m, n, k), name: ct.name(), ms, tflops: testing::tflops(m, n, k, ms), vs_cublas: base / ms }
-        })
-        .collect())
+    let base = testing::median(&all_cublas);
+    rows.insert(0, Row { shape: (m, n, k), name: contenders[0].name(), ms: base, tflops: testing::tflops(m, n, k, base), vs_cublas: 1.0 });
+    Ok(rows)
 }
 
 #[allow(clippy::too_many_arguments)]
