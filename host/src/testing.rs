@@ -183,16 +183,28 @@ pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
 /// (padding and, with beta ≠ 0, the old values).
 pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) -> Vec<f64> {
     let mut out: Vec<f64> = c.iter().map(|x| x.to_f64()).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(op.m.max(1));
     for z in 0..op.batch {
         let (a, b) = (&a[z * op.stride_a..], &b[z * op.stride_b..]);
         let at = |i: usize, kk: usize| if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64();
         let bt = |kk: usize, j: usize| if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64();
-        for i in 0..op.m {
-            for j in 0..op.n {
-                let at_c = z * op.stride_c + if op.c_layout == Layout::RowMajor { i * op.ldc + j } else { j * op.ldc + i };
-                let ab: f64 = (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum();
-                out[at_c] = op.alpha as f64 * ab + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
-            }
+        // A·B row by row, the rows split over the host's cores.
+        let rows_per = op.m.div_ceil(threads);
+        let ab: Vec<Vec<f64>> = std::thread::scope(|s| {
+            let parts: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let rows = t * rows_per..((t + 1) * rows_per).min(op.m);
+                        rows.flat_map(|i| (0..op.n).map(move |j| (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum::<f64>())).collect::<Vec<f64>>()
+                    })
+                })
+                .collect();
+            parts.into_iter().map(|p| p.join().expect("reference thread")).collect()
+        });
+        for (idx, v) in ab.into_iter().flatten().enumerate() {
+            let (i, j) = (idx / op.n, idx % op.n);
+            let at_c = z * op.stride_c + if op.c_layout == Layout::RowMajor { i * op.ldc + j } else { j * op.ldc + i };
+            out[at_c] = op.alpha as f64 * v + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
         }
     }
     out

@@ -31,7 +31,7 @@ fn seed() -> u64 {
 }
 
 /// Cases up to this many multiply-adds may be recomputed in f64 on the host when cuBLAS disagrees.
-const ARBITRATION_MAX_MACS: usize = 1 << 29;
+const ARBITRATION_MAX_MACS: usize = 1 << 33;
 
 /// The sweep's buffers: inputs, our C, cuBLAS's C, and the GPU comparison's result slot.
 struct SweepBuffers {
@@ -68,7 +68,12 @@ fn arbitrate(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSpec, case: &
     gemm.gemm_with(kernel, stream, op, &x.a.slice(..la), &x.b.slice(..lb), &mut x.c.slice_mut(..lc))?;
     let ours = host(&x.c.slice(..lc))?;
     let exact = testing::cpu_reference_general(op, &ha, &hb, &hc);
-    Ok((testing::compare(&ours, exact.iter().copied()), testing::compare(&theirs, exact)))
+    // Only where the reference is finite: padding and guard stay poisoned (NaN) in both.
+    let finite = |out: &[bf16]| {
+        let (o, e): (Vec<bf16>, Vec<f64>) = out.iter().zip(&exact).filter(|(_, e)| e.is_finite()).map(|(o, e)| (*o, *e)).unzip();
+        testing::compare(&o, e)
+    };
+    Ok((finite(&ours), finite(&theirs)))
 }
 
 fn drv(call: &'static str) -> impl Fn(DriverError) -> hgemm::Error {

@@ -18,6 +18,8 @@
 //!            wait(mbar, phase) ◄──────────────┘ → next K slice
 //! all      : barrier.sync → tcgen05.ld → bf16 → st.global
 //! ```
+//!
+//! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 314.655 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

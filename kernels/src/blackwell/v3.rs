@@ -19,6 +19,8 @@
 //!              … last slice → commit(mainloop) ─┐
 //! all        : wait(mainloop, 0) ◄──────────────┘ → tcgen05.ld → bf16 → st.global
 //! ```
+//!
+//! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 1490.823 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

