@@ -47,6 +47,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// Checks passed and failed, closed by the "N passed, N failed" line.
+#[derive(Default)]
+pub(crate) struct Tally {
+    passed: usize,
+    failed: usize,
+}
+
+impl Tally {
+    pub(crate) fn record(&mut self, ok: bool) {
+        if ok {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+    }
+
+    /// Print the closing line; success if nothing failed.
+    pub(crate) fn finish(self) -> CliResult {
+        println!("{} passed, {} failed", self.passed, self.failed);
+        Ok(self.failed == 0)
+    }
+}
+
 /// `--name value` from the arguments.
 pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
@@ -122,15 +145,11 @@ fn verify(args: &[String]) -> CliResult {
     let seed: u64 = flag(args, "--seed").map(|s| s.parse().unwrap_or(1)).unwrap_or_else(|| std::process::id() as u64);
     println!("verify on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
     say_skipped(&gemm);
-    let (mut passed, mut failed) = (0, 0);
+    let mut tally = Tally::default();
     for kernel in selected(&gemm, args, gemm.kernels())? {
         for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed)? {
             println!("{line}");
-            if ok {
-                passed += 1;
-            } else {
-                failed += 1;
-            }
+            tally.record(ok);
         }
     }
     if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "general")) {
@@ -140,15 +159,10 @@ fn verify(args: &[String]) -> CliResult {
             let ok = r.passed() && cpu.is_none_or(|c| c.passed());
             let cpu = cpu.map(|c| format!("{:.2e}", c.rel_error)).unwrap_or_else(|| "-".into());
             println!("auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} vs CPU {cpu:>8} {}", r.rel_error, if ok { "ok" } else { "FAIL" });
-            if ok {
-                passed += 1;
-            } else {
-                failed += 1;
-            }
+            tally.record(ok);
         }
     }
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
+    tally.finish()
 }
 
 fn ptx(args: &[String]) -> CliResult {

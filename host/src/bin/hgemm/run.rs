@@ -36,7 +36,7 @@ pub fn run(args: &[String]) -> CliResult {
     let blas = if reference == Reference::Cpu { None } else { Some(Cublas::new(&stream)?) };
     let seed: u64 = flag(args, "--seed").map(str::parse).transpose()?.unwrap_or_else(|| std::process::id() as u64);
     println!("run on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
-    let (mut passed, mut failed) = (0, 0);
+    let mut tally = crate::Tally::default();
     for kernel in selected(&gemm, args, gemm.kernels())? {
         let cases: Vec<(String, GemmOp)> = match &shapes {
             None => testing::small_cases(kernel),
@@ -66,15 +66,10 @@ pub fn run(args: &[String]) -> CliResult {
                 c.stray,
                 if ok { "ok" } else { "FAIL" }
             );
-            if ok {
-                passed += 1;
-            } else {
-                failed += 1;
-            }
+            tally.record(ok);
         }
     }
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
+    tally.finish()
 }
 
 /// Run `op` once with `kernel` and compare the whole C buffer and its guard band with the
