@@ -39,10 +39,7 @@ fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
 pub fn random(gemm: &Gemm, stream: &Arc<CudaStream>, len: usize, seed: u64, scale: f32) -> Result<CudaSlice<bf16>> {
     // SAFETY: filled right away, before anything reads it.
     let mut buf = unsafe { stream.alloc::<bf16>(len.max(1)) }.map_err(drv("cuMemAlloc"))?;
-    {
-        let (p, _g) = buf.device_ptr_mut(stream);
-        gemm.fill_random_raw(stream, p, len, seed, scale)?;
-    }
+    fill_random(gemm, stream, &mut buf, seed, scale)?;
     Ok(buf)
 }
 
@@ -149,24 +146,6 @@ impl Cublas {
         }
         .map_err(|e| Error::Cublas(format!("{e:?}")))
     }
-}
-
-/// C = A·Bᵀ in f64 on the CPU (A M×K, B N×K, C M×N, all row-major and dense).
-pub fn cpu_reference(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> Vec<f64> {
-    cpu_reference_op(&GemmOp::new(m, n, k), a, b)
-}
-
-/// alpha·A·B of a single, beta = 0 `op` in f64 on the CPU, as a dense row-major M×N.
-pub fn cpu_reference_op(op: &GemmOp, a: &[bf16], b: &[bf16]) -> Vec<f64> {
-    let at = |i: usize, kk: usize| if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64();
-    let bt = |kk: usize, j: usize| if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64();
-    let mut c = vec![0.0; op.m * op.n];
-    for i in 0..op.m {
-        for j in 0..op.n {
-            c[i * op.n + j] = op.alpha as f64 * (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum::<f64>();
-        }
-    }
-    c
 }
 
 /// The dense single GEMM `kernel` computes: C = A·B with A and B in the storage orders it reads
@@ -295,7 +274,8 @@ pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &Kern
     let vs_cpu = if m * n * k <= CPU_CHECK_MAX_MACS {
         let ha = stream.clone_dtoh(&a).map_err(drv("cuMemcpyDtoH"))?;
         let hb = stream.clone_dtoh(&b).map_err(drv("cuMemcpyDtoH"))?;
-        Some(compare(&out[..m * n], cpu_reference_op(&op, &ha, &hb)))
+        // A dense C with beta = 0: its old content is not read.
+        Some(compare(&out[..m * n], cpu_reference_general(&op, &ha, &hb, &vec![bf16::ZERO; m * n])))
     } else {
         None
     };
@@ -525,7 +505,8 @@ mod tests {
     fn cpu_reference_is_a_times_b_transposed() {
         let a: Vec<bf16> = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
         let b: Vec<bf16> = [1.0, 0.0, -1.0, 2.0, 1.0, 0.5].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
-        assert_eq!(cpu_reference(&a, &b, 2, 2, 3), vec![-2.0, 5.5, -2.0, 16.0]);
+        let c = vec![bf16::from_f32(f32::NAN); 4];
+        assert_eq!(cpu_reference_general(&GemmOp::new(2, 2, 3), &a, &b, &c), vec![-2.0, 5.5, -2.0, 16.0]);
     }
 
     #[test]
