@@ -4,11 +4,12 @@ use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchShape};
 use crate::op::{self, GemmOp};
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
 use hgemm_kernels::spec::{Family, Grid, KernelSpec};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// A checked and encoded call, from [`Gemm::prepare`].
 pub enum Prepared {
@@ -33,6 +34,9 @@ pub enum Prepared {
         maps: Box<[sys::CUtensorMap; 3]>,
         /// Its scalar arguments.
         args: hgemm_kernels::args::GemmArgs,
+        /// Whether its stream-K schedule splits tiles: each launch then gets the stream's
+        /// workspace.
+        split: bool,
     },
 }
 
@@ -51,6 +55,11 @@ pub struct Gemm {
     info: DeviceInfo,
     family: Family,
     kernels: Vec<Loaded>,
+    /// Bytes of the stream-K workspace: enough for any kernel's largest grid.
+    workspace_bytes: u64,
+    /// The device address of one workspace per stream that has run a split launch: launches on
+    /// one stream run one after another, on two streams they may overlap. Freed with the handle.
+    workspaces: Mutex<HashMap<usize, u64>>,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
@@ -92,6 +101,14 @@ impl Gemm {
             let max_clusters = max_active_clusters(&func, spec, &info)?;
             kernels.push(Loaded { spec, func, max_clusters });
         }
+        let workspace_bytes = kernels
+            .iter()
+            .filter_map(|l| {
+                let ctas = l.max_clusters.min(info.sms) * l.spec.cluster;
+                l.spec.stream_k.map(|s| hgemm_kernels::sched::Workspace { ctas, partial_bytes: s.partial_bytes }.bytes())
+            })
+            .max()
+            .unwrap_or(0);
         Ok(Gemm {
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
@@ -106,6 +123,8 @@ impl Gemm {
             info,
             family,
             kernels,
+            workspace_bytes,
+            workspaces: Mutex::new(HashMap::new()),
             _module: module,
         })
     }
@@ -250,11 +269,35 @@ impl Gemm {
         match prepared {
             Prepared::Nothing => Ok(()),
             Prepared::Zero { ptr, len } => self.fill_raw(stream, *ptr, *len, 0),
-            Prepared::Launch { kernel, func, shape, maps, args } => {
+            Prepared::Launch { kernel, func, shape, maps, args, split } => {
                 self.before_launch(Some(kernel.name))?;
-                unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, args) }.map_err(|e| self.diagnose(e))
+                let mut args = *args;
+                if *split {
+                    args.workspace = self.workspace(stream)?;
+                }
+                unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }.map_err(|e| self.diagnose(e))
             }
         }
+    }
+
+    /// The device address of `stream`'s stream-K workspace, allocated (zeroed, in stream order)
+    /// on its first split launch.
+    fn workspace(&self, stream: &CudaStream) -> Result<u64> {
+        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+        let key = stream.cu_stream() as usize;
+        if let Some(&ptr) = map.get(&key) {
+            return Ok(ptr);
+        }
+        let bytes = self.workspace_bytes as usize;
+        // SAFETY: the context is current (before_launch); the memory is ours until Drop.
+        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))?;
+        // The flags must start at 0; zeroed in stream order, before the launch that needs them.
+        if let Err(e) = unsafe { result::memset_d8_async(ptr, 0, bytes, stream.cu_stream()) } {
+            let _ = unsafe { result::free_sync(ptr) };
+            return Err(Error::driver("cuMemsetD8Async", e));
+        }
+        map.insert(key, ptr);
+        Ok(ptr)
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
@@ -282,12 +325,17 @@ impl Gemm {
         // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
         let (pa, pb) = if rop.k == 0 { (pc, pc) } else { (pa, pb) };
         let plan = op::plan(spec, &rop, pa, pb, pc)?;
+        let shape = op::shape(spec, &rop, loaded.max_clusters);
+        // The kernel splits exactly when the host's schedule for this grid does and it is given
+        // a workspace (see `LaunchShape::new`).
+        let split = rop.stream_k && spec.stream_k(&plan.args, shape.grid / shape.cluster).is_some_and(|sk| sk.splits());
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),
-            shape: op::shape(spec, &rop, loaded.max_clusters),
+            shape,
             maps: Box::new([plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?]),
             args: plan.args,
+            split,
         })
     }
 
@@ -396,6 +444,21 @@ impl Gemm {
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
         unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
+    }
+}
+
+impl Drop for Gemm {
+    fn drop(&mut self) {
+        let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
+        if map.is_empty() || self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // Launches still running may use the workspaces.
+        let _ = self.ctx.synchronize();
+        for &ptr in map.values() {
+            // SAFETY: allocated by `workspace` in this context, no longer used.
+            let _ = unsafe { result::free_sync(ptr) };
+        }
     }
 }
 

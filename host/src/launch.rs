@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use hgemm_kernels::args::GemmArgs;
+use hgemm_kernels::sched::Workspace;
 use hgemm_kernels::spec::{Grid, KernelSpec};
 use std::ffi::c_void;
 
@@ -23,16 +24,26 @@ pub struct LaunchShape {
 }
 
 impl LaunchShape {
-    /// The shape `spec` is launched with for an `m × n` output (`batch` of them). A persistent
-    /// kernel walks every tile of every batch entry itself, striding by its clusters along x: it
-    /// gets one row of at most `max_clusters` clusters (as many as fit on the device at once); a
-    /// second row would compute every tile again, and with beta ≠ 0 read a C another row may
-    /// already have updated. A per-tile kernel gets a row per batch entry.
-    pub fn new(spec: &KernelSpec, m: u32, n: u32, batch: u32, max_clusters: u32) -> LaunchShape {
-        let tiles = spec.scheduler(m, n).num_tiles();
+    /// The shape `spec` is launched with for `args` (an `m × n` output, `batch` of them). A
+    /// persistent kernel walks every tile of every batch entry itself, striding by its clusters
+    /// along x: it gets one row of at most `max_clusters` clusters (as many as fit on the device
+    /// at once), and no more clusters than tiles unless its stream-K schedule splits tiles
+    /// between them; a second row would compute every tile again, and with beta ≠ 0 read a C
+    /// another row may already have updated. A per-tile kernel gets a row per batch entry.
+    /// `stream_k` allows the split.
+    pub fn new(spec: &KernelSpec, args: &GemmArgs, max_clusters: u32, stream_k: bool) -> LaunchShape {
+        let tiles = spec.scheduler(args.m, args.n).num_tiles();
         let (clusters, grid_y) = match spec.grid {
-            Grid::PerTile => (tiles, batch),
-            Grid::Persistent => (tiles.saturating_mul(batch).min(max_clusters).max(1), 1),
+            Grid::PerTile => (tiles, args.batch),
+            Grid::Persistent => {
+                let most = match spec.stream_k {
+                    Some(_) => max_clusters.min(Workspace::MAX_CTAS / spec.cluster),
+                    None => max_clusters,
+                };
+                let units = tiles.saturating_mul(args.batch);
+                let splits = stream_k && spec.stream_k(args, most).is_some_and(|sk| sk.splits());
+                (if splits { most } else { units.min(most).max(1) }, 1)
+            }
         };
         LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes }
     }
@@ -92,12 +103,17 @@ mod tests {
     use super::*;
     use hgemm_kernels::hopper;
 
+    /// An `m × n × 512` problem, `batch` of them.
+    fn args(m: u32, n: u32, batch: u32) -> GemmArgs {
+        GemmArgs { batch, ..GemmArgs::new(m, n, 512, 0) }
+    }
+
     #[test]
     fn per_tile_grid_covers_partial_tiles() {
         let spec = &hopper::v0::SPEC;
-        let s = LaunchShape::new(spec, 8192, 8192, 1, 132);
+        let s = LaunchShape::new(spec, &args(8192, 8192, 1), 132, true);
         assert_eq!(s.grid, (8192 / spec.tile_m) * (8192 / spec.tile_n));
-        let s = LaunchShape::new(spec, 129, 257, 1, 132);
+        let s = LaunchShape::new(spec, &args(129, 257, 1), 132, true);
         assert_eq!(s.grid, 2 * 2);
         assert_eq!((s.block, s.cluster, s.smem), (spec.threads, 1, spec.smem_bytes));
     }
@@ -107,10 +123,27 @@ mod tests {
         // v7 walks tiles × batch entries along x; it never reads a y index.
         let spec = &hopper::v7::SPEC;
         let tiles = spec.scheduler(300, 520).num_tiles();
-        let s = LaunchShape::new(spec, 300, 520, 3, 66);
+        let s = LaunchShape::new(spec, &args(300, 520, 3), 66, true);
         assert_eq!((s.grid, s.grid_y), (3 * tiles * spec.cluster, 1));
-        let s = LaunchShape::new(spec, 8192, 8192, 4, 66);
+        let s = LaunchShape::new(spec, &args(8192, 8192, 4), 66, true);
         assert_eq!((s.grid, s.grid_y), (66 * spec.cluster, 1));
+    }
+
+    #[test]
+    fn stream_k_grids_take_every_cluster_when_they_split() {
+        let spec = &hopper::v7::SPEC;
+        // 12 units of 64 K blocks: split across all 66 pairs.
+        let split = GemmArgs::new(520, 776, 4096, 0);
+        assert!(spec.stream_k(&split, 66).unwrap().splits());
+        assert_eq!(LaunchShape::new(spec, &split, 66, true).grid, 132);
+        assert_eq!(LaunchShape::new(spec, &split, 66, false).grid, 24, "stream-K not allowed");
+        // The same 12 units at K = 512 are too shallow to split: one pair each.
+        let whole = GemmArgs::new(520, 776, 512, 0);
+        assert!(!spec.stream_k(&whole, 66).unwrap().splits());
+        assert_eq!(LaunchShape::new(spec, &whole, 66, true).grid, 24);
+        // Never more CTAs than the workspace has flags for.
+        let deep = GemmArgs::new(520, 776, 65536, 0);
+        assert_eq!(LaunchShape::new(spec, &deep, 5000, true).grid, Workspace::MAX_CTAS);
     }
 
     #[test]
@@ -118,7 +151,7 @@ mod tests {
         for spec in hgemm_kernels::kernels() {
             assert!(spec.threads % 128 == 0 && spec.threads <= 1024, "{}", spec.name);
             assert!(spec.smem_bytes <= 227 * 1024, "{} needs {} bytes", spec.name, spec.smem_bytes);
-            let s = LaunchShape::new(spec, 8192, 8192, 1, 66);
+            let s = LaunchShape::new(spec, &args(8192, 8192, 1), 66, true);
             assert_eq!(s.grid % spec.cluster, 0, "{}", spec.name);
             if spec.grid == Grid::Persistent {
                 assert_eq!(s.grid, 66 * spec.cluster, "{}", spec.name);
@@ -131,26 +164,26 @@ mod tests {
         use hgemm_kernels::blackwell;
         // v0–v3: one CTA per 128×256 tile, no cluster.
         for spec in &blackwell::LADDER[..4] {
-            let s = LaunchShape::new(spec, 8192, 8192, 1, u32::MAX);
+            let s = LaunchShape::new(spec, &args(8192, 8192, 1), u32::MAX, true);
             assert_eq!((s.grid, s.cluster, s.block), (64 * 32, 1, 128), "{}", spec.name);
         }
         // v4: per-tile pairs, a cluster per 256×256 unit; partial units still launch whole pairs.
         let v4 = &blackwell::v4::SPEC;
-        let s = LaunchShape::new(v4, 8192, 8192, 1, u32::MAX);
+        let s = LaunchShape::new(v4, &args(8192, 8192, 1), u32::MAX, true);
         assert_eq!((s.grid, s.cluster), (2 * 32 * 32, 2));
-        let s = LaunchShape::new(v4, 129, 257, 1, u32::MAX);
+        let s = LaunchShape::new(v4, &args(129, 257, 1), u32::MAX, true);
         assert_eq!(s.grid, 2 * 2);
         // v5–v7: persistent. A 148-SM B200 fits 74 pairs (one CTA per SM, given their shared
         // memory): the grid is 148 CTAs, a multiple of the cluster size.
         for spec in &blackwell::LADDER[5..] {
             assert_eq!(spec.cluster, 2, "{}", spec.name);
-            let s = LaunchShape::new(spec, 8192, 8192, 1, 148 / spec.cluster);
+            let s = LaunchShape::new(spec, &args(8192, 8192, 1), 148 / spec.cluster, true);
             assert_eq!((s.grid, s.cluster, s.block, s.smem), (148, 2, 256, spec.smem_bytes), "{}", spec.name);
             // An odd SM count (a partitioned GPU) still gets whole pairs.
-            let s = LaunchShape::new(spec, 8192, 8192, 1, 147 / spec.cluster);
+            let s = LaunchShape::new(spec, &args(8192, 8192, 1), 147 / spec.cluster, true);
             assert_eq!(s.grid, 146, "{}", spec.name);
             // Fewer units than pairs: no idle clusters are launched.
-            let s = LaunchShape::new(spec, 300, 300, 1, 74);
+            let s = LaunchShape::new(spec, &args(300, 300, 1), 74, true);
             let units = spec.scheduler(300, 300).num_tiles();
             assert_eq!(s.grid, units * 2, "{}", spec.name);
             assert!(units < 74);

@@ -71,9 +71,19 @@ pub struct GemmOp {
     pub stride_b: usize,
     /// Elements between batch entries of C.
     pub stride_c: usize,
+    /// Let a kernel with a stream-K schedule split tiles' K blocks across its workers when that
+    /// balances the last wave (on by default). Splitting takes a workspace per stream (about
+    /// 17 MiB on an H200, allocated by the first split call on that stream) and changes the
+    /// order in which a split tile's sums are added, not the result's determinism.
+    pub stream_k: bool,
 }
 
 impl GemmOp {
+    /// The sizes alone, as kernel arguments (what launch shapes and schedules depend on).
+    pub(crate) fn shape_args(&self) -> GemmArgs {
+        GemmArgs { batch: self.batch as u32, ..GemmArgs::new(self.m as u32, self.n as u32, self.k as u32, 0) }
+    }
+
     /// C = A·Bᵀ: A (M×K), B (N×K) and C (M×N) row-major and dense, one GEMM.
     pub fn new(m: usize, n: usize, k: usize) -> GemmOp {
         GemmOp {
@@ -92,6 +102,7 @@ impl GemmOp {
             stride_a: m * k,
             stride_b: n * k,
             stride_c: m * n,
+            stream_k: true,
         }
     }
 
@@ -118,6 +129,11 @@ impl GemmOp {
     /// Add `beta` times the old C.
     pub fn beta(self, beta: f32) -> GemmOp {
         GemmOp { beta, ..self }
+    }
+
+    /// Allow (the default) or forbid stream-K splitting (see [`GemmOp::stream_k`](GemmOp#structfield.stream_k)).
+    pub fn stream_k(self, allow: bool) -> GemmOp {
+        GemmOp { stream_k: allow, ..self }
     }
 
     /// `count` GEMMs whose operands are `stride_a`, `stride_b`, `stride_c` elements apart.
@@ -313,6 +329,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         stride_c: op.stride_c as u64,
         alpha: op.alpha,
         beta: op.beta,
+        workspace: 0,
     };
     Ok(Plan { maps: [rank3(map_a), rank3(map_b), rank3(map_c)], args })
 }
@@ -323,9 +340,16 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// the shape measured).
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
     let cost = |s: &KernelSpec| {
-        let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
-        let waves = tiles.div_ceil(sms as u64) as f64;
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
+        let args = op.shape_args();
+        let waves = match s.stream_k(&args, sms / s.cluster).filter(|_| op.stream_k) {
+            // With stream-K the last wave may be split: count it in K blocks.
+            Some(sk) if sk.num_kb > 0 => sk.path() as f64 / sk.num_kb as f64,
+            _ => {
+                let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
+                tiles.div_ceil(sms as u64) as f64
+            }
+        };
         waves * area / tile_efficiency(s)
     };
     kernels
@@ -340,7 +364,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
 
 /// The launch shape of `spec` for `op`.
 pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
-    LaunchShape::new(spec, op.m as u32, op.n as u32, op.batch as u32, max_clusters)
+    LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k)
 }
 
 #[cfg(test)]

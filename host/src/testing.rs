@@ -328,6 +328,8 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
 }
 
 /// Shapes every kernel is verified on: exact tiles, partial tiles in M, N and K, tiny and large.
+/// On the stream-K kernels, 4160×4104×520 and 8192³ split their last waves and 520×776×4096
+/// splits every tile's K blocks across several workers.
 pub const VERIFY_SHAPES: &[(usize, usize, usize)] = &[
     (128, 256, 64),
     (1, 8, 8),
@@ -336,6 +338,7 @@ pub const VERIFY_SHAPES: &[(usize, usize, usize)] = &[
     (1000, 1000, 1000),
     (2048, 2048, 2048),
     (4160, 4104, 520),
+    (520, 776, 4096),
     (8192, 8192, 8192),
 ];
 
@@ -444,6 +447,15 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     cases.push(("200x264x72 batch of 3, strided with gaps".into(), b.beta(1.0).batched(3, la + 64, lb + 8, lc + 256)));
     cases.push(("8192x8192x8192 batch of 1 through the general path, beta 1".into(), GemmOp::new(8192, 8192, 8192).beta(1.0)));
     cases.push(("256x512x0 (K = 0): C = beta·C".into(), GemmOp::new(256, 512, 0).beta(0.5)));
+    // Stream-K: tiles split across workers in each regime (see `StreamK`).
+    cases.push((
+        "520x776x4096 C col-major, alpha .75 beta -.5: every tile split by K".into(),
+        GemmOp::new(520, 776, 4096).c(Layout::ColMajor, 520).alpha(0.75).beta(-0.5),
+    ));
+    let b = GemmOp::new(200, 264, 1024).b(Layout::RowMajor, 264).beta(1.0);
+    let (la, lb, lc) = lengths(&b);
+    cases.push(("200x264x1024 B row-major, batch of 40, beta 1: split tiles across batch entries".into(), b.batched(40, la, lb, lc)));
+    cases.push(("2304x2304x4096 A col-major: a wave and a quarter, split".into(), GemmOp::new(2304, 2304, 4096).a(Layout::ColMajor, 2304)));
     // Rows of C that end inside a 16-byte chunk, which TMA would overwrite to its end.
     for n in [5, 300, 1001] {
         let ldc = (n + 8usize).div_ceil(8) * 8;

@@ -24,11 +24,14 @@ pub struct GemmArgs {
     pub stride_c: u64,
     pub alpha: f32,
     pub beta: f32,
+    /// Device address of the stream-K workspace ([`crate::sched::Workspace`]); 0 forbids the
+    /// kernel to split tiles (every tile is then computed whole).
+    pub workspace: u64,
 }
 
 impl GemmArgs {
     /// A single GEMM, C = A·Bᵀ, C dense (`ldc == n`).
     pub const fn new(m: u32, n: u32, k: u32, c: u64) -> Self {
-        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0 }
+        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0, workspace: 0 }
     }
 }

@@ -1,6 +1,6 @@
 //! Epilogue pieces both families share.
 use crate::args::GemmArgs;
-use crate::ptx::cvt;
+use crate::ptx::{cvt, global};
 
 /// C (or one batch entry of it) in global memory, for epilogues that store from registers.
 #[derive(Clone, Copy)]
@@ -75,4 +75,37 @@ impl Output {
 #[inline(always)]
 pub fn bf16x2_to_f32(packed: u32) -> (f32, f32) {
     (f32::from_bits(packed << 16), f32::from_bits(packed & 0xffff_0000))
+}
+
+/// A warpgroup's partial tile in the stream-K workspace ([`crate::sched::Workspace`]) and its
+/// ready flag. The sums are moved by the accumulator fragment itself, laid out as it holds them
+/// (`wgmma::Fragment::st_global_pairs`).
+///
+/// The hand-over is CUTLASS's `GenericBarrier` pattern (cutlass/barrier.h): the writers store,
+/// meet at their warpgroup barrier, and one thread releases the flag; on the other side one
+/// thread acquires it, and the warpgroup barrier after that lets every thread read.
+#[derive(Clone, Copy)]
+pub struct Partial {
+    pub sums: u64,
+    pub flag: u64,
+}
+
+impl Partial {
+    /// After every thread's stores and a warpgroup barrier: one thread marks the sums ready.
+    #[inline(always)]
+    pub fn publish(&self) {
+        global::st_release_gpu_u32(self.flag, 1);
+    }
+
+    /// One thread waits until the sums are ready; a warpgroup barrier must follow the wait.
+    #[inline(always)]
+    pub fn wait(&self) {
+        while global::ld_acquire_gpu_u32(self.flag) == 0 {}
+    }
+
+    /// Ready for the next launch (which starts after this one ends); each partial is read once.
+    #[inline(always)]
+    pub fn clear(&self) {
+        global::st_relaxed_gpu_u32(self.flag, 0);
+    }
 }

@@ -14,7 +14,8 @@
 //! never released, so a module reports its first hang only, which is all a dead context allows.
 //!
 //! Only mbarrier waits are bounded. `barrier.sync` and the cluster barrier are hardware
-//! barriers that cannot be polled; a kernel stuck there still hangs.
+//! barriers that cannot be polled; a kernel stuck there still hangs. Stream-K's flag waits
+//! (`epilogue::Partial::wait`) are plain spins on global memory and are not bounded either.
 //!
 //! The layout of [`HangReport`] is shared by the device code and the host, like
 //! [`crate::args::GemmArgs`].

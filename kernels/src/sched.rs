@@ -37,6 +37,189 @@ impl TileScheduler {
     }
 }
 
+/// A persistent kernel's split of its units (output tiles of every batch entry, each `num_kb` K
+/// blocks deep) over `workers` (clusters, or CTAs where there are none): whole units in turn,
+/// then, when the last wave would leave workers idle, stream-K for the rest
+/// (Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix
+/// Multiplication on the GPU", 2023).
+///
+/// Units `0..dp_units` go whole to worker `unit % workers`. The remaining units' K blocks,
+/// laid end to end, are cut into one contiguous `share` per worker, so a unit may be split
+/// between consecutive workers. The worker holding a unit's last K block *finishes* it: it adds
+/// the partial sums the earlier workers left in the workspace and stores the tile. A worker walks
+/// its share backwards, so the one piece it leaves unfinished (the start of a unit that a later
+/// worker finishes) comes first and is published before it waits on anyone; a finisher waits
+/// only on workers with lower indices. Nothing ever waits on a later worker, so the wait cannot
+/// deadlock as long as workers start in index order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK {
+    pub units: u32,
+    pub num_kb: u32,
+    pub workers: u32,
+    /// Units computed whole, one wave after another.
+    pub dp_units: u32,
+    /// K blocks of the split units each worker takes (the last workers may get fewer, or none);
+    /// 0 when nothing is split.
+    pub share: u32,
+}
+
+/// Fewest K blocks a worker's share may have: below it the fix-up outweighs the balance.
+const MIN_SHARE: u32 = 8;
+/// What one fix-up (a partial tile written, then read back and added) costs, in K blocks of
+/// MMAs: one 128×256 f32 partial is 128 KiB each way. A guess, to be refined by measurement.
+const FIXUP_KB: u32 = 2;
+
+impl StreamK {
+    /// The schedule: stream-K over the last `workers` units plus the incomplete wave, or over
+    /// all units when there are fewer than workers, when that shortens the busiest worker's
+    /// [`path`](Self::path); otherwise every unit whole.
+    pub const fn new(units: u32, num_kb: u32, workers: u32) -> StreamK {
+        let whole = StreamK::whole(units, num_kb, workers);
+        if workers <= 1 || num_kb == 0 || units.is_multiple_of(workers) {
+            return whole;
+        }
+        let waves = units / workers;
+        let dp_units = if waves == 0 { 0 } else { (waves - 1) * workers };
+        if waves > 0 && (units - dp_units) as u64 * 8 > units as u64 {
+            // Split units run out of step in K, so tiles running together stop sharing their
+            // operands in L2: with more than an eighth of the work split, that cost more than
+            // the balance won on the H200 (1024×8192×8192, 4096³ and 6144³ measured 1–4%
+            // slower, 8192³ and larger 2–3% faster).
+            return whole;
+        }
+        let split = (units - dp_units) as u64 * num_kb as u64;
+        if split > (u32::MAX / 2) as u64 {
+            return whole;
+        }
+        let share = (split as u32).div_ceil(workers);
+        let sk = StreamK { units, num_kb, workers, dp_units, share };
+        if share < MIN_SHARE || sk.path() >= whole.path() {
+            return whole;
+        }
+        sk
+    }
+
+    /// The busiest worker's path in K blocks: its whole units, its share, and a fix-up per
+    /// partial sum it may have to add (a unit spans at most `num_kb / share + 2` shares).
+    pub const fn path(&self) -> u64 {
+        let workers = if self.workers == 0 { 1 } else { self.workers };
+        if self.share == 0 {
+            return self.units.div_ceil(workers) as u64 * self.num_kb as u64;
+        }
+        let fixups = self.num_kb.div_ceil(self.share) as u64;
+        (self.dp_units / workers) as u64 * self.num_kb as u64 + self.share as u64 + FIXUP_KB as u64 * fixups
+    }
+
+    /// Every unit whole, one wave after another.
+    pub const fn whole(units: u32, num_kb: u32, workers: u32) -> StreamK {
+        StreamK { units, num_kb, workers, dp_units: units, share: 0 }
+    }
+
+    /// Whether some unit is split between workers (the kernel then needs a workspace).
+    pub const fn splits(&self) -> bool {
+        self.share != 0
+    }
+
+    /// The worker holding K block `kb` of split unit `dp_units + t`.
+    const fn holder(&self, t: u32, kb: u32) -> u32 {
+        (t * self.num_kb + kb) / self.share
+    }
+
+    /// Worker `w`'s walk: its whole units, then the pieces of its share, last piece first.
+    pub const fn walk(&self, w: u32) -> Walk {
+        let (begin, end) = if self.share == 0 {
+            (0, 0)
+        } else {
+            let split = (self.units - self.dp_units) * self.num_kb;
+            let begin = if w * self.share < split { w * self.share } else { split };
+            let end = if begin + self.share < split { begin + self.share } else { split };
+            (begin, end)
+        };
+        Walk { sk: *self, worker: w, next_whole: w, begin, end }
+    }
+}
+
+/// One piece of a worker's walk: K blocks `kb_begin..kb_end` of `unit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Work {
+    pub unit: u32,
+    pub kb_begin: u32,
+    pub kb_end: u32,
+    /// This worker holds the unit's last K block and stores the tile, after adding the partial
+    /// sums of workers `wait_from..` itself (none when `wait_from` is this worker). Otherwise
+    /// it leaves its sum in its workspace slot for the finisher.
+    pub finishes: bool,
+    pub wait_from: u32,
+}
+
+/// The iterator [`StreamK::walk`] returns; the producer and the consumers of a worker walk it
+/// in step.
+#[derive(Clone, Copy, Debug)]
+pub struct Walk {
+    sk: StreamK,
+    worker: u32,
+    next_whole: u32,
+    /// What is left of the worker's share, as K blocks of the split units laid end to end.
+    begin: u32,
+    end: u32,
+}
+
+impl Iterator for Walk {
+    type Item = Work;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Work> {
+        let sk = &self.sk;
+        if self.next_whole < sk.dp_units {
+            let unit = self.next_whole;
+            self.next_whole += sk.workers;
+            return Some(Work { unit, kb_begin: 0, kb_end: sk.num_kb, finishes: true, wait_from: self.worker });
+        }
+        if self.begin >= self.end {
+            return None;
+        }
+        let t = (self.end - 1) / sk.num_kb;
+        let first = t * sk.num_kb;
+        let start = if self.begin > first { self.begin } else { first };
+        let (kb_begin, kb_end) = (start - first, self.end - first);
+        self.end = start;
+        let finishes = kb_end == sk.num_kb;
+        let wait_from = if finishes { sk.holder(t, 0) } else { self.worker };
+        Some(Work { unit: sk.dp_units + t, kb_begin, kb_end, finishes, wait_from })
+    }
+}
+
+/// Where a stream-K kernel's workspace keeps its ready flags (one per consumer warpgroup of
+/// each CTA, at most [`Workspace::FLAGS`]) and, after them, one partial tile per CTA of the grid
+/// (`partial_bytes`, f32). Flags are 0 between launches: a writer sets its flag to 1 and the
+/// finisher that reads the partial clears it, so a fresh workspace needs zeroing only once.
+/// Every kernel finds the flags at the same place, whatever its grid and tile: kernels of
+/// different shapes take turns on one stream's workspace, and one's partial sums must never lie
+/// where another looks for flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workspace {
+    pub ctas: u32,
+    pub partial_bytes: u32,
+}
+
+impl Workspace {
+    pub const FLAGS: u32 = 4;
+    /// The most CTAs a stream-K grid may have (the host clamps persistent grids to it).
+    pub const MAX_CTAS: u32 = 1024;
+
+    pub const fn flag(&self, cta: u32, i: u32) -> u64 {
+        4 * (cta * Self::FLAGS + i) as u64
+    }
+
+    pub const fn partial(&self, cta: u32) -> u64 {
+        4 * (Self::MAX_CTAS * Self::FLAGS) as u64 + cta as u64 * self.partial_bytes as u64
+    }
+
+    pub const fn bytes(&self) -> u64 {
+        self.partial(self.ctas)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -52,6 +235,84 @@ mod tests {
             seen[(i * s.tiles_n + j) as usize] += 1;
         }
         assert!(seen.iter().all(|&c| c == 1), "{m}x{n} tile {tm}x{tn} group {group}: {seen:?}");
+    }
+
+    /// Every K block of every unit computed once; partial sums published before anyone waits
+    /// on them, and only ever awaited by a later worker of the same unit.
+    fn check_stream_k(units: u32, num_kb: u32, workers: u32) -> StreamK {
+        let sk = StreamK::new(units, num_kb, workers);
+        let mut done = vec![0u8; (units * num_kb) as usize];
+        // unit -> (worker, kb range) of each unfinished piece
+        let mut partial: vec::Vec<Option<(u32, u32, u32)>> = vec![None; workers as usize];
+        let mut finishers = vec::Vec::new();
+        for w in 0..workers {
+            let mut pieces = 0;
+            for work in sk.walk(w) {
+                assert!(work.kb_begin < work.kb_end && work.kb_end <= num_kb && work.unit < units, "{sk:?} {work:?}");
+                for kb in work.kb_begin..work.kb_end {
+                    done[(work.unit * num_kb + kb) as usize] += 1;
+                }
+                if work.finishes {
+                    assert_eq!(work.kb_end, num_kb);
+                    assert!(work.wait_from <= w);
+                    assert_eq!(work.wait_from == w, work.kb_begin == 0, "{sk:?} w{w} {work:?}");
+                    finishers.push((w, work));
+                } else {
+                    // The one unfinished piece is the first thing after the whole units.
+                    assert!(partial[w as usize].is_none() && work.unit >= sk.dp_units, "{sk:?} w{w} {work:?}");
+                    assert_eq!(pieces, 0, "{sk:?} w{w}: unfinished piece after another piece");
+                    partial[w as usize] = Some((work.unit, work.kb_begin, work.kb_end));
+                }
+                if work.unit >= sk.dp_units {
+                    pieces += 1;
+                }
+            }
+        }
+        assert!(done.iter().all(|&d| d == 1), "{sk:?}");
+        let mut consumed = vec![false; workers as usize];
+        for (w, work) in finishers {
+            // The earlier workers' pieces of this unit tile 0..kb_begin in order.
+            let mut kb = 0;
+            for from in work.wait_from..w {
+                let (unit, b, e) = partial[from as usize].unwrap_or_else(|| panic!("{sk:?}: w{w} waits on w{from}, which left nothing"));
+                assert_eq!((unit, b), (work.unit, kb), "{sk:?} w{w} {work:?} from w{from}");
+                assert!(!consumed[from as usize]);
+                consumed[from as usize] = true;
+                kb = e;
+            }
+            assert_eq!(kb, work.kb_begin, "{sk:?} w{w} {work:?}");
+        }
+        assert!(partial.iter().zip(&consumed).all(|(p, &c)| p.is_none() || c), "{sk:?}: a partial sum nobody adds");
+        sk
+    }
+
+    #[test]
+    fn stream_k_covers_every_block_once_and_waits_only_backwards() {
+        for &units in &[1, 2, 5, 6, 64, 65, 66, 67, 100, 128, 131, 132, 133, 200, 1024, 2016] {
+            for &kb in &[1, 2, 7, 8, 16, 32, 33, 128, 448] {
+                for &workers in &[1, 2, 3, 7, 64, 66, 132] {
+                    check_stream_k(units, kb, workers);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stream_k_only_where_it_shortens_the_path() {
+        // 8192³, 128×256 tiles in pairs: 1024 units on 66 pairs is 15.5 waves. The last 1.5
+        // waves are split: each pair takes 1.52 units' worth instead of 2.
+        let sk = check_stream_k(1024, 128, 66);
+        assert_eq!((sk.dp_units, sk.share), (14 * 66, 194), "100 units × 128 blocks over 66 pairs");
+        // Whole waves, or too little work per worker to repay the fix-up: nothing split.
+        assert!(!check_stream_k(1056, 128, 66).splits());
+        assert!(!check_stream_k(64, 32, 66).splits(), "2048³: 64 units of 32 blocks fit one wave");
+        assert!(!check_stream_k(67, 4, 66).splits());
+        assert!(!check_stream_k(128, 128, 66).splits(), "between one and two waves");
+        assert!(!check_stream_k(256, 64, 66).splits(), "4096³: half the work would be split");
+        assert!(!check_stream_k(1000, 1000, 1).splits());
+        // Fewer units than workers and a deep K: split-K in effect.
+        let sk = check_stream_k(6, 128, 66);
+        assert_eq!((sk.dp_units, sk.share), (0, 12));
     }
 
     #[test]

@@ -131,6 +131,18 @@ pub struct KernelSpec {
     /// Takes the general call: rank-3 tensor maps with the batch as the outer dimension, and
     /// `alpha`, `beta` applied in the epilogue. The ladder's v0–v6 take C = A·Bᵀ only.
     pub general: bool,
+    /// For kernels that may split a tile's K blocks across workers ([`crate::sched::StreamK`]):
+    /// their K-block depth and partial-tile size. `None`: every tile is computed whole.
+    pub stream_k: Option<StreamKSpec>,
+}
+
+/// What the host needs of a stream-K kernel: its schedule is [`KernelSpec::stream_k`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamKSpec {
+    /// K elements per K block.
+    pub block_k: u32,
+    /// Bytes of one CTA's partial tile (f32), its slot in the workspace.
+    pub partial_bytes: u32,
 }
 
 impl KernelSpec {
@@ -138,6 +150,19 @@ impl KernelSpec {
     /// tiles stacked along M as one unit; the kernel and the host grid sizing both call this.
     pub const fn scheduler(&self, m: u32, n: u32) -> crate::sched::TileScheduler {
         crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
+    }
+
+    /// How a persistent launch of `workers` clusters shares the units of `args` (tiles of every
+    /// batch entry): the kernel walks it, and the host gives the launch a workspace if it splits.
+    /// `None` for kernels without stream-K.
+    pub const fn stream_k(&self, args: &crate::args::GemmArgs, workers: u32) -> Option<crate::sched::StreamK> {
+        match self.stream_k {
+            Some(s) => {
+                let units = self.scheduler(args.m, args.n).num_tiles() * args.batch;
+                Some(crate::sched::StreamK::new(units, args.k.div_ceil(s.block_k), workers))
+            }
+            None => None,
+        }
     }
 }
 

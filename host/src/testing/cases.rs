@@ -266,6 +266,11 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
         // The column-major C swaps M and N: in the kernel's coordinates this is pm × pn again.
         cases.push((format!("{pn}x{pm}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, pn, pm, 520, &Variant::GENERAL)));
     }
+    if kernel.stream_k.is_some() {
+        // One unit 1,152 K blocks deep: on an H200 split across all 66 pairs or 132 CTAs, its
+        // finisher adding dozens of partial sums.
+        cases.push((format!("{unit_m}x{unit_n}x73728 one unit split by K (stream-K)"), op_for(kernel, unit_m, unit_n, 73728)));
+    }
     cases
 }
 
@@ -333,10 +338,16 @@ mod tests {
     fn small_cases_are_valid_and_include_partial_tiles() {
         for kernel in hgemm_kernels::kernels() {
             let cases = small_cases(kernel);
-            assert_eq!(cases.len(), if kernel.general { 3 } else { 2 }, "{}", kernel.name);
+            assert_eq!(cases.len(), 2 + kernel.general as usize + kernel.stream_k.is_some() as usize, "{}", kernel.name);
             for (what, op) in &cases {
                 check_plannable(kernel, op, what);
-                assert!(op.m * op.n * op.k * op.batch <= 1 << 27, "{}: {what} is too big for the sanitizers", kernel.name);
+                // Splitting needs depth: the stream-K case is one unit, but deep.
+                let most = if what.contains("stream-K") { 1 << 33 } else { 1 << 27 };
+                assert!(op.m * op.n * op.k * op.batch <= most, "{}: {what} is too big for the sanitizers", kernel.name);
+            }
+            if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
+                let workers = 132 / kernel.cluster;
+                assert!(kernel.stream_k(&op.shape_args(), workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
             }
             let (_, partial) = &cases[1];
             assert!(partial.m % kernel.tile_m as usize != 0 && partial.n % kernel.tile_n as usize != 0 && partial.k % 64 != 0);

@@ -56,6 +56,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_major: Major::K,
     b_major: Major::K,
     general: false,
+    stream_k: None,
 };
 
 #[cfg(blackwell)]

@@ -1,5 +1,5 @@
-//! Hopper v7 — v6's pipeline as the library's GEMM: a tile shape per problem size, either
-//! storage order for A and B, strided batches, alpha/beta, and L2 promotion.
+//! Hopper v7 — v6's pipeline as the library's GEMM: a tile shape per problem size, stream-K for
+//! the last wave, either storage order for A and B, strided batches, alpha/beta, L2 promotion.
 //!
 //! The measured v6 design (persistent 2-CTA clusters, a producer warpgroup and two consumer
 //! warpgroups with `setmaxnreg`, 4 stages, a TMA-store epilogue) is kept and generalised:
@@ -7,6 +7,11 @@
 //!   128×64 without clusters and with 8 stages, for outputs too small to give every SM a wide
 //!   tile (M = 128, N = 8192 makes 32 wide tiles for 132 SMs, but 128 narrow ones). The host
 //!   picks by the number of waves each shape needs.
+//! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
+//!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
+//!   is at most an eighth of the work (or there are fewer tiles than pairs and K is deep), the
+//!   last waves' K blocks are dealt out evenly instead: a tile may be begun by one pair and
+//!   finished by the next, which adds the f32 partial sum the first left in a workspace.
 //! - **Storage order**: an M-major A (column-major) or N-major B (C = A·B with B row-major) is
 //!   loaded as 64-element-wide TMA boxes along M or N and read with `wgmma`'s transpose bits and
 //!   MN-major descriptors; nothing is transposed in memory.
@@ -22,12 +27,15 @@
 //! producer (1 thread, 40 regs) : per tile, per K slice: wait(empty[s]) → expect_tx(full[s])
 //!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
 //! consumer wg (232 regs)       : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//!                                unfinished piece: st.global partial → bar → st.release flag; done
+//!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 674 TFLOP/s, 1.006× cuBLAS.
-use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): see the README's
+//! table; stream-K on against off in the same run: +0.9% and +2.7% at 8192³, +2.4% at 16384³.
+use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
 #[cfg(hopper)]
 use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
 
@@ -124,6 +132,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         a_major: major(a_mn),
         b_major: major(b_mn),
         general: true,
+        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: CONSUMERS * 64 * T::BN * 4 }),
     }
 }
 
@@ -178,12 +187,13 @@ entries! {
 /// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
 /// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
 fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 3], args: &crate::args::GemmArgs) {
-    use crate::epilogue::{bf16x2_to_f32, Output};
+    use crate::epilogue::{bf16x2_to_f32, Output, Partial};
     use crate::staging::tma_store_columns;
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
     use crate::ptx::{bar, cluster, cvt, fence, setmaxnreg, smem, sreg, tma};
+    use crate::sched::{StreamK, Workspace};
     use crate::staging::Staging;
 
     let [map_a, map_b, map_c] = maps;
@@ -206,9 +216,16 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         let (tm, tn) = sched.tile(idx % tiles);
         ((tm * T::CLUSTER + rank) * BM, tn * T::BN, (idx / tiles) as i32)
     };
-    let (first, stride) = (sreg::clusterid_x(), sreg::nclusterid_x());
-    let units = tiles * args.batch;
+    let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
     let num_kb = args.k.div_ceil(BK);
+    // Without a workspace the host has forbidden splitting (and the schedule it sized the grid
+    // by did not split either).
+    let sk = match args.workspace {
+        0 => StreamK::whole(tiles * args.batch, num_kb, workers),
+        _ => StreamK::new(tiles * args.batch, num_kb, workers),
+    };
+    let partial_bytes = CONSUMERS * 64 * T::BN * 4;
+    let ws = Workspace { ctas: sreg::nctaid_x(), partial_bytes };
     // Each stage receives this CTA's A and every CTA's share of B.
     let stage_bytes = BM * BK * 2 + T::BN * BK * 2;
     let b_share = T::BN / T::CLUSTER;
@@ -231,10 +248,9 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         setmaxnreg::dec::<40>();
         if tid == 0 {
             let mut write = PipelineState::<STAGES>::producer();
-            let mut idx = first;
-            while idx < units {
-                let (m0, n0, z) = unit(idx);
-                for kb in 0..num_kb {
+            for work in sk.walk(worker) {
+                let (m0, n0, z) = unit(work.unit);
+                for kb in work.kb_begin..work.kb_end {
                     let s = write.stage;
                     let k0 = (kb * BK) as i32;
                     mbarrier::wait(empty(s), write.phase);
@@ -267,7 +283,6 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     }
                     write.advance();
                 }
-                idx += stride;
             }
         }
     } else {
@@ -282,11 +297,19 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         // Boxes staged so far, across tiles: the two buffers must alternate box after box even
         // when a tile has one box (Narrow), since `wait_group.read 1` leaves the last store running.
         let mut boxes = 0u32;
-        let mut idx = first;
-        while idx < units {
-            let (m0, n0, z) = unit(idx);
+        // This warpgroup's partial-sum slot for worker `w` (this CTA's rank in its cluster), at
+        // this thread's place in it (see `Fragment::st_global_pairs`). Always called with a
+        // value that changes per piece: an address computed once, before the tile loop, would
+        // stay live through the mainloop next to the accumulator.
+        let partial = |w: u32| {
+            let cta = w * T::CLUSTER + rank;
+            let sums = ws.partial(cta) + (c * partial_bytes / CONSUMERS + 8 * (tid % 128)) as u64;
+            Partial { sums: args.workspace + sums, flag: args.workspace + ws.flag(cta, c) }
+        };
+        for work in sk.walk(worker) {
+            let (m0, n0, z) = unit(work.unit);
             let mut prev = 0;
-            for kb in 0..num_kb {
+            for kb in work.kb_begin..work.kb_end {
                 let s = read.stage;
                 mbarrier::wait(full(s), read.phase);
 
@@ -303,13 +326,13 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     } else {
                         SmemDesc::k_major_128b(b_stage).advance(32 * k)
                     };
-                    T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb + k != 0) as u32);
+                    T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb != work.kb_begin || k != 0) as u32);
                 }
                 wgmma::commit_group();
                 // The previous slice's MMAs have retired: its stage may be refilled.
                 acc.wait_group::<1>();
                 for cta in 0..T::CLUSTER {
-                    mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > 0);
+                    mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
                 }
                 prev = s;
                 read.advance();
@@ -317,6 +340,31 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             acc.wait_group::<0>();
             for cta in 0..T::CLUSTER {
                 mbarrier::arrive_cluster_if(empty(prev), cta, leader);
+            }
+
+            if !work.finishes {
+                // Stream-K: the rest of this tile's K blocks belong to the next worker(s); leave
+                // the sum for the one that finishes it (`wait_from` is this worker here).
+                let slot = partial(work.wait_from);
+                acc.st_global_pairs(slot.sums);
+                bar::sync(1 + c, 128);
+                if leader {
+                    slot.publish();
+                }
+                acc = T::Acc::zeroed();
+                continue;
+            }
+            // The earlier K blocks' sums, in worker order (the result does not depend on timing).
+            for from in work.wait_from..worker {
+                let slot = partial(from);
+                if leader {
+                    slot.wait();
+                }
+                bar::sync(1 + c, 128);
+                acc.add_ld_global_cg_pairs(slot.sums);
+                if leader {
+                    slot.clear();
+                }
             }
 
             if args.alpha == 1.0 && args.beta == 0.0 {
@@ -418,7 +466,6 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             }
             // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
             acc = T::Acc::zeroed();
-            idx += stride;
         }
         if leader {
             // Shared memory must outlive the stores still reading it.

@@ -35,6 +35,16 @@ pub trait Fragment: Sized {
 
     /// `f(p, d[2p], d[2p + 1])` for every register pair `p` (two adjacent columns), unrolled.
     fn for_each_pair(&self, f: impl FnMut(u32, f32, f32));
+
+    /// `st.global.v2.f32 [at + 1024p], {d[2p], d[2p + 1]};` for every register pair `p`
+    /// (§9.7.9.9): the warpgroup's fragments laid out pair-major, thread `t` passing
+    /// `at = base + 8t`, so a warp's stores are contiguous. The offsets are immediates: computed
+    /// addresses would be hoisted out of the tile loop and crowd the accumulator's registers.
+    fn st_global_pairs(&self, at: u64);
+
+    /// `ld.global.cg.v2.f32` of what [`Fragment::st_global_pairs`] stored at `at`, added to the
+    /// fragment (§9.7.9.8). `.cg` caches in L2 only: another SM wrote the data.
+    fn add_ld_global_cg_pairs(&mut self, at: u64);
 }
 
 macro_rules! fragment {
@@ -64,6 +74,34 @@ macro_rules! fragment {
             fn for_each_pair(&self, mut f: impl FnMut(u32, f32, f32)) {
                 f($a0 / 2, self[$a0], self[$b0]);
                 $(f($a / 2, self[$a], self[$b]);)*
+            }
+
+            #[inline(always)]
+            fn st_global_pairs(&self, at: u64) {
+                unsafe {
+                    asm!("st.global.v2.f32 [{at}+{o}], {{{x}, {y}}};", at = in(reg64) at, o = const $a0 * 512, x = in(reg32) self[$a0], y = in(reg32) self[$b0], options(nostack));
+                    $(asm!("st.global.v2.f32 [{at}+{o}], {{{x}, {y}}};", at = in(reg64) at, o = const $a * 512, x = in(reg32) self[$a], y = in(reg32) self[$b], options(nostack));)*
+                }
+            }
+
+            #[inline(always)]
+            fn add_ld_global_cg_pairs(&mut self, at: u64) {
+                {
+                    let (x, y): (f32, f32);
+                    unsafe {
+                        asm!("ld.global.cg.v2.f32 {{{x}, {y}}}, [{at}+{o}];", at = in(reg64) at, o = const $a0 * 512, x = out(reg32) x, y = out(reg32) y, options(nostack));
+                    }
+                    self[$a0] += x;
+                    self[$b0] += y;
+                }
+                $({
+                    let (x, y): (f32, f32);
+                    unsafe {
+                        asm!("ld.global.cg.v2.f32 {{{x}, {y}}}, [{at}+{o}];", at = in(reg64) at, o = const $a * 512, x = out(reg32) x, y = out(reg32) y, options(nostack));
+                    }
+                    self[$a] += x;
+                    self[$b] += y;
+                })*
             }
         }
 

@@ -35,6 +35,8 @@ enum Contender {
     Kernel(&'static KernelSpec),
     /// The public entry point, which picks the kernel itself.
     Auto,
+    /// `Auto` with stream-K forbidden (`GemmOp::stream_k(false)`): what the split buys.
+    Whole,
     /// The same kernel launched directly: checks and tensor maps done once per input set
     /// (`Gemm::prepare`), then only `cuLaunchKernelEx` per call. Its gap to `Auto` is the API's cost.
     Direct,
@@ -47,6 +49,7 @@ impl Contender {
             Contender::Kernel(k) if hgemm_kernels_is_ladder(k) => format!("{} v{}", k.family.name(), k.version),
             Contender::Kernel(k) => k.name.to_string(),
             Contender::Auto => "hgemm (auto)".into(),
+            Contender::Whole => "auto, no stream-K".into(),
             Contender::Direct => "auto, direct launch".into(),
         }
     }
@@ -82,6 +85,9 @@ pub fn run(args: &[String]) -> CliResult {
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
     if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "auto")) {
         contenders.push(Contender::Auto);
+    }
+    if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "whole")) {
+        contenders.push(Contender::Whole);
     }
     if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "direct")) {
         contenders.push(Contender::Direct);
@@ -190,6 +196,7 @@ fn run_one(
         Contender::Cublas => blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
         Contender::Kernel(spec) => gemm.matmul_with(spec, stream, &a[s], &b[s], &mut c[s], m, n, k),
         Contender::Auto => gemm.matmul(stream, &a[s], &b[s], &mut c[s], m, n, k),
+        Contender::Whole => gemm.gemm(stream, &hgemm::GemmOp::new(m, n, k).stream_k(false), &a[s], &b[s], &mut c[s]),
         // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
         Contender::Direct => unsafe { gemm.launch_prepared(&prepared[s], stream) },
     }

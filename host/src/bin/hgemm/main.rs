@@ -3,7 +3,7 @@
 //! ```text
 //! hgemm info
 //! hgemm verify [--kernels v0,v3,...] [--seed N]
-//! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...|auto] [--samples N]
+//! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct] [--samples N]
 //!              [--json FILE] [--csv FILE] [--svg FILE]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
 //! hgemm ptx --out DIR
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: hgemm <info | verify | bench | run | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_narrow_kk,general,...|all] [--seed N]
-  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto] [--samples N] [--json F] [--csv F] [--svg F]
+  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct] [--samples N] [--json F] [--csv F] [--svg F]
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)";
 
@@ -107,7 +107,7 @@ pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item
         Some("all") => Ok(gemm.kernels().collect()),
         Some(list) => list
             .split(',')
-            .filter(|s| !matches!(*s, "auto" | "general" | "direct"))
+            .filter(|s| !matches!(*s, "auto" | "general" | "direct" | "whole"))
             .map(|v| match v.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) => gemm.kernel(n),
                 None => gemm.kernels().find(|k| k.name == v).ok_or_else(|| Error::UnknownKernel(v.to_string())),

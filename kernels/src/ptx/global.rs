@@ -1,0 +1,26 @@
+//! Ordered accesses to global memory (§9.7.9.8 `ld`, §9.7.9.9 `st`; memory consistency model
+//! §8): the flags that hand data from one CTA to another outside TMA (the stream-K partial sums,
+//! [`crate::epilogue::Partial`]).
+use core::arch::asm;
+
+/// `ld.acquire.gpu.global.u32 v, [addr];` — later accesses of this thread (and, through a CTA
+/// barrier after it, of its CTA) see what the releasing writer saw.
+#[inline(always)]
+pub fn ld_acquire_gpu_u32(addr: u64) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) addr, options(nostack)) };
+    v
+}
+
+/// `st.release.gpu.global.u32 [addr], v;` — publishes this thread's earlier writes, and those of
+/// the threads it met at a CTA barrier before, to whoever acquires the value.
+#[inline(always)]
+pub fn st_release_gpu_u32(addr: u64, v: u32) {
+    unsafe { asm!("st.release.gpu.global.u32 [{a}], {v};", a = in(reg64) addr, v = in(reg32) v, options(nostack)) };
+}
+
+/// `st.relaxed.gpu.global.u32 [addr], v;`
+#[inline(always)]
+pub fn st_relaxed_gpu_u32(addr: u64, v: u32) {
+    unsafe { asm!("st.relaxed.gpu.global.u32 [{a}], {v};", a = in(reg64) addr, v = in(reg32) v, options(nostack)) };
+}
