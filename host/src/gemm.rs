@@ -101,10 +101,11 @@ impl Gemm {
             let max_clusters = max_active_clusters(&func, spec, &info)?;
             kernels.push(Loaded { spec, func, max_clusters });
         }
+        // Enough for the largest grid any stream-K kernel is launched with.
         let workspace_bytes = kernels
             .iter()
             .filter_map(|l| {
-                let ctas = l.max_clusters.min(info.sms) * l.spec.cluster;
+                let ctas = launch::persistent_clusters(l.spec, l.max_clusters) * l.spec.cluster;
                 l.spec.stream_k.map(|s| hgemm_kernels::sched::Workspace { ctas, partial_bytes: s.partial_bytes }.bytes())
             })
             .max()

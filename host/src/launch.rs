@@ -36,16 +36,22 @@ impl LaunchShape {
         let (clusters, grid_y) = match spec.grid {
             Grid::PerTile => (tiles, args.batch),
             Grid::Persistent => {
-                let most = match spec.stream_k {
-                    Some(_) => max_clusters.min(Workspace::MAX_CTAS / spec.cluster),
-                    None => max_clusters,
-                };
+                let most = persistent_clusters(spec, max_clusters);
                 let units = tiles.saturating_mul(args.batch);
                 let splits = stream_k && spec.stream_k(args, most).is_some_and(|sk| sk.splits());
                 (if splits { most } else { units.min(most).max(1) }, 1)
             }
         };
         LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes }
+    }
+}
+
+/// The most clusters a persistent grid of `spec` gets: as many as fit on the device at once and,
+/// for a stream-K kernel, no more CTAs than the workspace has flags for.
+pub fn persistent_clusters(spec: &KernelSpec, max_clusters: u32) -> u32 {
+    match spec.stream_k {
+        Some(_) => max_clusters.min(Workspace::MAX_CTAS / spec.cluster),
+        None => max_clusters,
     }
 }
 

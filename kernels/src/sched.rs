@@ -316,6 +316,20 @@ mod tests {
     }
 
     #[test]
+    fn workspace_flags_sit_where_no_kernel_keeps_partial_sums() {
+        // Kernels of different tiles share one stream's workspace: every flag of every grid lies
+        // before every partial tile of every other.
+        let wide = Workspace { ctas: 132, partial_bytes: 2 * 64 * 256 * 4 };
+        let narrow = Workspace { ctas: 1024, partial_bytes: 2 * 64 * 64 * 4 };
+        let last_flag = narrow.flag(Workspace::MAX_CTAS - 1, Workspace::FLAGS - 1) + 4;
+        assert!(last_flag <= wide.partial(0) && last_flag <= narrow.partial(0));
+        assert_eq!(wide.flag(3, 1), narrow.flag(3, 1));
+        assert_eq!(wide.partial(1) - wide.partial(0), 131072);
+        assert_eq!(wide.bytes(), wide.partial(132));
+        assert_eq!(wide.partial(0) % 256, 0);
+    }
+
+    #[test]
     fn every_tile_exactly_once() {
         for &(m, n) in &[(1, 1), (128, 256), (129, 257), (8192, 8192), (8000, 8000), (128, 8192), (8192, 1024), (1000, 3), (3, 1000), (4096, 14336), (777, 12345)] {
             for &(tm, tn) in &[(128, 256), (256, 128), (128, 128), (256, 256), (64, 256)] {
