@@ -6,9 +6,17 @@ cd "$(dirname "$0")/.."
 cargo build --release --bins --examples
 mkdir -p .device/bin
 cp target/release/hgemm target/release/examples/mlp .device/bin/
+# The executable of integration test $1 (cargo also lists the binaries it built on the way).
+test_executable() {
+    cargo test --release -p hgemm --test "$1" --no-run --message-format=json 2>/dev/null |
+        python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])' "$1" | tail -1
+}
 for t in gpu reliability; do
-    exe=$(cargo test --release -p hgemm --test "$t" --no-run --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*"' | tail -1 | cut -d'"' -f4 || true)
-    [ -n "$exe" ] && cp "$exe" ".device/bin/$t"
+    cp "$(test_executable "$t")" ".device/bin/$t"
 done
 exe=$(cargo bench -p hgemm-benches --no-run --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*gemm-[^"]*"' | tail -1 | cut -d'"' -f4)
 cp "$exe" .device/bin/gemm
