@@ -80,10 +80,10 @@ fn fix_up(ptx: &str, family: Family) -> String {
             out.push_str(line);
         }
         out.push('\n');
-        if t == ")" {
-            if let Some(threads) = in_entry.take() {
-                out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
-            }
+        if t == ")"
+            && let Some(threads) = in_entry.take()
+        {
+            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
         }
     }
     assert_eq!(found, specs.len(), "some {family:?} kernels named in their specs are missing from the PTX");

@@ -162,6 +162,7 @@ impl Gemm {
 
     /// C = A·Bᵀ: A is M×K, B is N×K, C is M×N, all row-major bf16 and dense, on `stream`, with
     /// the kernel [`Gemm::gemm`] picks. Shorthand for `gemm(stream, &GemmOp::new(m, n, k), …)`.
+    #[allow(clippy::too_many_arguments)]
     pub fn matmul<A, B, C>(&self, stream: &CudaStream, a: &A, b: &B, c: &mut C, m: usize, n: usize, k: usize) -> Result<()>
     where
         A: DevicePtr<bf16>,
@@ -476,7 +477,7 @@ fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo
         let per_sm = func
             .occupancy_max_active_blocks_per_multiprocessor(spec.threads, spec.smem_bytes as usize, None)
             .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-        return Ok(info.sms * per_sm.max(1) as u32);
+        return Ok(info.sms * per_sm.max(1));
     }
     let mut cluster = sys::CUlaunchAttribute {
         id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,

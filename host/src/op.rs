@@ -170,7 +170,7 @@ impl GemmOp {
                 return Err(Error::InvalidShape(format!("{name} = {v} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)")));
             }
         }
-        if self.k % 8 != 0 {
+        if !self.k.is_multiple_of(8) {
             return Err(Error::InvalidShape(format!(
                 "K = {} is not a multiple of 8: TMA needs rows of A and B to be 16-byte multiples",
                 self.k
@@ -312,7 +312,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
             Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
         })?,
         None => {
-            if c % 4 != 0 {
+            if !c.is_multiple_of(4) {
                 return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
             }
             // Not read by direct-store kernels, but every entry takes three maps.

@@ -39,18 +39,18 @@ impl TensorMapParams {
         batch_stride: u64,
         tile: TmaBox,
     ) -> Result<TensorMapParams> {
-        if address % 16 != 0 {
+        if !address.is_multiple_of(16) {
             return Err(Error::Misaligned { operand, address, align: 16 });
         }
         if ld < cols {
             return Err(Error::LeadingDimension { operand, ld: ld as usize, min: cols as usize });
         }
-        if (ld * 2) % 16 != 0 {
+        if !(ld * 2).is_multiple_of(16) {
             return Err(Error::InvalidShape(format!(
                 "the rows of {operand} are {ld} elements apart; TMA needs a multiple of 8 (16 bytes)"
             )));
         }
-        if batch > 1 && (batch_stride * 2) % 16 != 0 {
+        if batch > 1 && !(batch_stride * 2).is_multiple_of(16) {
             return Err(Error::InvalidShape(format!(
                 "the batch stride of {operand} is {batch_stride} elements; TMA needs a multiple of 8 (16 bytes)"
             )));
@@ -61,7 +61,7 @@ impl TensorMapParams {
         if rows > u32::MAX as u64 || cols > u32::MAX as u64 || batch > u32::MAX as u64 {
             return Err(Error::InvalidShape(format!("{operand} has a dimension of 2^32 or more, beyond TMA")));
         }
-        debug_assert!(tile.inner <= 256 && tile.outer <= 256 && (tile.inner * 2) % 16 == 0);
+        debug_assert!(tile.inner <= 256 && tile.outer <= 256 && (tile.inner * 2).is_multiple_of(16));
         debug_assert!(tile.swizzle != Swizzle::B128 || tile.inner * 2 <= 128);
         Ok(TensorMapParams {
             address,

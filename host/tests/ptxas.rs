@@ -72,10 +72,10 @@ fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
             let n: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|t| t.parse().ok()).collect();
             let r = resources.get_mut(&current).unwrap();
             (r.stack, r.spill_stores, r.spill_loads) = (n[0], n[1], n[2]);
-        } else if let Some(rest) = line.split("Used ").nth(1) {
-            if let Some(r) = resources.get_mut(&current) {
-                r.registers = rest.split_whitespace().next().unwrap().parse().unwrap();
-            }
+        } else if let Some(rest) = line.split("Used ").nth(1)
+            && let Some(r) = resources.get_mut(&current)
+        {
+            r.registers = rest.split_whitespace().next().unwrap().parse().unwrap();
         }
     }
 

@@ -229,9 +229,9 @@ fn print_table(rows: &[Row]) {
 fn to_json(gemm: &Gemm, rows: &[Row]) -> String {
     let mut s = format!("{{\"device\": \"{}\", \"results\": [\n", gemm.device().name);
     for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "  {{\"m\": {}, \"n\": {}, \"k\": {}, \"implementation\": \"{}\", \"ms\": {:.6}, \"tflops\": {:.2}, \"vs_cublas\": {:.4}}}{}\n",
+            "  {{\"m\": {}, \"n\": {}, \"k\": {}, \"implementation\": \"{}\", \"ms\": {:.6}, \"tflops\": {:.2}, \"vs_cublas\": {:.4}}}{}",
             r.shape.0,
             r.shape.1,
             r.shape.2,
