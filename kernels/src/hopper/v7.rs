@@ -114,6 +114,11 @@ const fn smem<T: Tile>() -> SmemPlan {
     SmemPlan::new(T::STAGES, BM * BK * 2, T::BN * BK * 2, CONSUMERS * 2 * C_BOX.bytes(), 2 * T::STAGES + CONSUMERS)
 }
 
+/// One CTA's f32 partial tile in the stream-K workspace: each consumer's 64 × `BN` fragment.
+const fn partial_bytes<T: Tile>() -> u32 {
+    CONSUMERS * 64 * T::BN * 4
+}
+
 const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
     KernelSpec {
         name,
@@ -133,7 +138,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         a_major: major(a_mn),
         b_major: major(b_mn),
         general: true,
-        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: CONSUMERS * 64 * T::BN * 4 }),
+        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
     }
 }
 
@@ -225,8 +230,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         0 => StreamK::whole(tiles * args.batch, num_kb, workers),
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
-    let partial_bytes = CONSUMERS * 64 * T::BN * 4;
-    let ws = Workspace { ctas: sreg::nctaid_x(), partial_bytes };
+    let ws = Workspace { ctas: sreg::nctaid_x(), partial_bytes: partial_bytes::<T>() };
     // Each stage receives this CTA's A and every CTA's share of B.
     let stage_bytes = BM * BK * 2 + T::BN * BK * 2;
     let b_share = T::BN / T::CLUSTER;
@@ -304,7 +308,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         // stay live through the mainloop next to the accumulator.
         let partial = |w: u32| {
             let cta = w * T::CLUSTER + rank;
-            let sums = ws.partial(cta) + (c * partial_bytes / CONSUMERS + 8 * (tid % 128)) as u64;
+            let sums = ws.partial(cta) + (c * partial_bytes::<T>() / CONSUMERS + 8 * (tid % 128)) as u64;
             Partial { sums: args.workspace + sums, flag: args.workspace + ws.flag(cta, c) }
         };
         for work in sk.walk(worker) {
