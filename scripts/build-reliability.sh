@@ -11,18 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/reliability
 
-# The executable of integration test $1, built with the remaining cargo arguments.
-test_executable() {
-    local name=$1
-    shift
-    cargo test --release -p hgemm "$@" --test "$name" --no-run --message-format=json |
-        python3 -c 'import json, sys
-name = sys.argv[1]
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == name:
-        print(m["executable"])' "$name" | tail -1
-}
+source scripts/test-executable.sh
 
 cargo build --release -p hgemm --bin hgemm
 reliability=$(test_executable reliability)

@@ -6,15 +6,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --bins --examples
 mkdir -p .device/bin
 cp target/release/hgemm target/release/examples/mlp .device/bin/
-# The executable of integration test $1 (cargo also lists the binaries it built on the way).
-test_executable() {
-    cargo test --release -p hgemm --test "$1" --no-run --message-format=json 2>/dev/null |
-        python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
-        print(m["executable"])' "$1" | tail -1
-}
+source scripts/test-executable.sh
 for t in gpu reliability; do
     cp "$(test_executable "$t")" ".device/bin/$t"
 done
