@@ -34,9 +34,6 @@ pub enum Prepared {
         maps: Box<[sys::CUtensorMap; 3]>,
         /// Its scalar arguments.
         args: hgemm_kernels::args::GemmArgs,
-        /// Whether its stream-K schedule splits tiles: each launch then gets the stream's
-        /// workspace.
-        split: bool,
     },
 }
 
@@ -106,7 +103,7 @@ impl Gemm {
             .iter()
             .filter_map(|l| {
                 let ctas = launch::persistent_clusters(l.spec, l.max_clusters) * l.spec.cluster;
-                l.spec.stream_k.map(|s| hgemm_kernels::sched::Workspace { ctas, partial_bytes: s.partial_bytes }.bytes())
+                l.spec.stream_k.map(|s| hgemm_kernels::sched::Workspace { partial_bytes: s.partial_bytes }.bytes(ctas))
             })
             .max()
             .unwrap_or(0);
@@ -271,10 +268,10 @@ impl Gemm {
         match prepared {
             Prepared::Nothing => Ok(()),
             Prepared::Zero { ptr, len } => self.fill_raw(stream, *ptr, *len, 0),
-            Prepared::Launch { kernel, func, shape, maps, args, split } => {
+            Prepared::Launch { kernel, func, shape, maps, args } => {
                 self.before_launch(Some(kernel.name))?;
                 let mut args = *args;
-                if *split {
+                if shape.split {
                     args.workspace = self.workspace(stream)?;
                 }
                 unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }.map_err(|e| self.diagnose(e))
@@ -327,17 +324,12 @@ impl Gemm {
         // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
         let (pa, pb) = if rop.k == 0 { (pc, pc) } else { (pa, pb) };
         let plan = op::plan(spec, &rop, pa, pb, pc)?;
-        let shape = op::shape(spec, &rop, loaded.max_clusters);
-        // The kernel splits exactly when the host's schedule for this grid does and it is given
-        // a workspace (see `LaunchShape::new`).
-        let split = rop.stream_k && spec.stream_k(&plan.args, shape.grid / shape.cluster).is_some_and(|sk| sk.splits());
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),
-            shape,
+            shape: op::shape(spec, &rop, loaded.max_clusters),
             maps: Box::new([plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?]),
             args: plan.args,
-            split,
         })
     }
 
@@ -442,7 +434,7 @@ impl Gemm {
     /// wait on a barrier nobody completes): it traps after the guard's limit.
     #[cfg(feature = "hang-guard")]
     pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
-        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16 };
+        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16, split: false };
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
         unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
@@ -466,7 +458,7 @@ impl Drop for Gemm {
 
 fn fill_shape(len: usize, sms: u32) -> LaunchShape {
     let blocks = (len.div_ceil(256) as u64).clamp(1, sms as u64 * 8) as u32;
-    LaunchShape { grid: blocks, grid_y: 1, block: 256, cluster: 1, smem: 0 }
+    LaunchShape { grid: blocks, grid_y: 1, block: 256, cluster: 1, smem: 0, split: false }
 }
 
 fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo) -> Result<u32> {

@@ -21,6 +21,9 @@ pub struct LaunchShape {
     pub cluster: u32,
     /// Dynamic shared memory per CTA, bytes.
     pub smem: u32,
+    /// Whether the kernel's stream-K schedule splits tiles on this grid: each launch then needs
+    /// its stream's workspace (and without one the kernel computes every tile whole).
+    pub split: bool,
 }
 
 impl LaunchShape {
@@ -33,16 +36,17 @@ impl LaunchShape {
     /// `stream_k` allows the split.
     pub fn new(spec: &KernelSpec, args: &GemmArgs, max_clusters: u32, stream_k: bool) -> LaunchShape {
         let tiles = spec.scheduler(args.m, args.n).num_tiles();
+        let mut split = false;
         let (clusters, grid_y) = match spec.grid {
             Grid::PerTile => (tiles, args.batch),
             Grid::Persistent => {
                 let most = persistent_clusters(spec, max_clusters);
                 let units = tiles.saturating_mul(args.batch);
-                let splits = stream_k && spec.stream_k(args, most).is_some_and(|sk| sk.splits());
-                (if splits { most } else { units.min(most).max(1) }, 1)
+                split = stream_k && spec.schedule(args, most).is_some_and(|sk| sk.splits());
+                (if split { most } else { units.min(most).max(1) }, 1)
             }
         };
-        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes }
+        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split }
     }
 }
 
@@ -140,13 +144,16 @@ mod tests {
         let spec = &hopper::v7::SPEC;
         // 12 units of 64 K blocks: split across all 66 pairs.
         let split = GemmArgs::new(520, 776, 4096, 0);
-        assert!(spec.stream_k(&split, 66).unwrap().splits());
-        assert_eq!(LaunchShape::new(spec, &split, 66, true).grid, 132);
-        assert_eq!(LaunchShape::new(spec, &split, 66, false).grid, 24, "stream-K not allowed");
+        assert!(spec.schedule(&split, 66).unwrap().splits());
+        let s = LaunchShape::new(spec, &split, 66, true);
+        assert_eq!((s.grid, s.split), (132, true));
+        let s = LaunchShape::new(spec, &split, 66, false);
+        assert_eq!((s.grid, s.split), (24, false), "stream-K not allowed");
         // The same 12 units at K = 512 are too shallow to split: one pair each.
         let whole = GemmArgs::new(520, 776, 512, 0);
-        assert!(!spec.stream_k(&whole, 66).unwrap().splits());
-        assert_eq!(LaunchShape::new(spec, &whole, 66, true).grid, 24);
+        assert!(!spec.schedule(&whole, 66).unwrap().splits());
+        let s = LaunchShape::new(spec, &whole, 66, true);
+        assert_eq!((s.grid, s.split), (24, false));
         // Never more CTAs than the workspace has flags for.
         let deep = GemmArgs::new(520, 776, 65536, 0);
         assert_eq!(LaunchShape::new(spec, &deep, 5000, true).grid, Workspace::MAX_CTAS);

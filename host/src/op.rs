@@ -319,18 +319,8 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
             map_a.clone()
         }
     };
-    let args = GemmArgs {
-        m: op.m as u32,
-        n: op.n as u32,
-        k: op.k as u32,
-        batch: op.batch as u32,
-        c,
-        ldc: op.ldc as u64,
-        stride_c: op.stride_c as u64,
-        alpha: op.alpha,
-        beta: op.beta,
-        workspace: 0,
-    };
+    // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
+    let args = GemmArgs { c, ldc: op.ldc as u64, stride_c: op.stride_c as u64, alpha: op.alpha, beta: op.beta, ..op.shape_args() };
     Ok(Plan { maps: [rank3(map_a), rank3(map_b), rank3(map_c)], args })
 }
 
@@ -342,7 +332,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     let cost = |s: &KernelSpec| {
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
-        let waves = match s.stream_k(&args, sms / s.cluster).filter(|_| op.stream_k) {
+        let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
             // With stream-K the last wave may be split: count it in K blocks.
             Some(sk) if sk.num_kb > 0 => sk.path() as f64 / sk.num_kb as f64,
             _ => {

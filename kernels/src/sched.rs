@@ -198,7 +198,6 @@ impl Iterator for Walk {
 /// where another looks for flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Workspace {
-    pub ctas: u32,
     pub partial_bytes: u32,
 }
 
@@ -215,8 +214,9 @@ impl Workspace {
         4 * (Self::MAX_CTAS * Self::FLAGS) as u64 + cta as u64 * self.partial_bytes as u64
     }
 
-    pub const fn bytes(&self) -> u64 {
-        self.partial(self.ctas)
+    /// The size of a workspace for a grid of `ctas` CTAs.
+    pub const fn bytes(&self, ctas: u32) -> u64 {
+        self.partial(ctas)
     }
 }
 
@@ -319,13 +319,13 @@ mod tests {
     fn workspace_flags_sit_where_no_kernel_keeps_partial_sums() {
         // Kernels of different tiles share one stream's workspace: every flag of every grid lies
         // before every partial tile of every other.
-        let wide = Workspace { ctas: 132, partial_bytes: 2 * 64 * 256 * 4 };
-        let narrow = Workspace { ctas: 1024, partial_bytes: 2 * 64 * 64 * 4 };
+        let wide = Workspace { partial_bytes: 2 * 64 * 256 * 4 };
+        let narrow = Workspace { partial_bytes: 2 * 64 * 64 * 4 };
         let last_flag = narrow.flag(Workspace::MAX_CTAS - 1, Workspace::FLAGS - 1) + 4;
         assert!(last_flag <= wide.partial(0) && last_flag <= narrow.partial(0));
         assert_eq!(wide.flag(3, 1), narrow.flag(3, 1));
         assert_eq!(wide.partial(1) - wide.partial(0), 131072);
-        assert_eq!(wide.bytes(), wide.partial(132));
+        assert_eq!(wide.bytes(132), wide.partial(132));
         assert_eq!(wide.partial(0) % 256, 0);
     }
 

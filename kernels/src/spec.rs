@@ -136,7 +136,7 @@ pub struct KernelSpec {
     pub stream_k: Option<StreamKSpec>,
 }
 
-/// What the host needs of a stream-K kernel: its schedule is [`KernelSpec::stream_k`].
+/// What the host needs of a stream-K kernel: its schedule is [`KernelSpec::schedule`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamKSpec {
     /// K elements per K block.
@@ -155,7 +155,7 @@ impl KernelSpec {
     /// How a persistent launch of `workers` clusters shares the units of `args` (tiles of every
     /// batch entry): the kernel walks it, and the host gives the launch a workspace if it splits.
     /// `None` for kernels without stream-K.
-    pub const fn stream_k(&self, args: &crate::args::GemmArgs, workers: u32) -> Option<crate::sched::StreamK> {
+    pub const fn schedule(&self, args: &crate::args::GemmArgs, workers: u32) -> Option<crate::sched::StreamK> {
         match self.stream_k {
             Some(s) => {
                 let units = self.scheduler(args.m, args.n).num_tiles() * args.batch;

@@ -347,7 +347,7 @@ mod tests {
             }
             if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
                 let workers = 132 / kernel.cluster;
-                assert!(kernel.stream_k(&op.shape_args(), workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
+                assert!(kernel.schedule(&op.shape_args(), workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
             }
             let (_, partial) = &cases[1];
             assert!(partial.m % kernel.tile_m as usize != 0 && partial.n % kernel.tile_n as usize != 0 && partial.k % 64 != 0);

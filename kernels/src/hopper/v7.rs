@@ -230,7 +230,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         0 => StreamK::whole(tiles * args.batch, num_kb, workers),
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
-    let ws = Workspace { ctas: sreg::nctaid_x(), partial_bytes: partial_bytes::<T>() };
+    let ws = Workspace { partial_bytes: partial_bytes::<T>() };
     // Each stage receives this CTA's A and every CTA's share of B.
     let stage_bytes = BM * BK * 2 + T::BN * BK * 2;
     let b_share = T::BN / T::CLUSTER;
