@@ -47,6 +47,27 @@ pub trait Fragment: Sized {
     fn add_ld_global_cg_pairs(&mut self, at: u64);
 }
 
+/// Register pair (`$a`, `$b`) of fragment `$d` to `[$at + 512·$a]` (`Fragment::st_global_pairs`).
+macro_rules! st_global_pair {
+    ($d:ident, $at:ident, $a:literal, $b:literal) => {
+        unsafe {
+            asm!("st.global.v2.f32 [{at}+{o}], {{{x}, {y}}};", at = in(reg64) $at, o = const $a * 512, x = in(reg32) $d[$a], y = in(reg32) $d[$b], options(nostack));
+        }
+    };
+}
+
+/// `[$at + 512·$a]` added to register pair (`$a`, `$b`) of `$d` (`Fragment::add_ld_global_cg_pairs`).
+macro_rules! add_ld_global_cg_pair {
+    ($d:ident, $at:ident, $a:literal, $b:literal) => {{
+        let (x, y): (f32, f32);
+        unsafe {
+            asm!("ld.global.cg.v2.f32 {{{x}, {y}}}, [{at}+{o}];", at = in(reg64) $at, o = const $a * 512, x = out(reg32) x, y = out(reg32) y, options(nostack));
+        }
+        $d[$a] += x;
+        $d[$b] += y;
+    }};
+}
+
 macro_rules! fragment {
     ($regs:literal, $n:literal, $mma:ident, [($a0:literal, $b0:literal) $(, ($a:literal, $b:literal))* $(,)?]) => {
         impl Fragment for [f32; $regs] {
@@ -78,30 +99,14 @@ macro_rules! fragment {
 
             #[inline(always)]
             fn st_global_pairs(&self, at: u64) {
-                unsafe {
-                    asm!("st.global.v2.f32 [{at}+{o}], {{{x}, {y}}};", at = in(reg64) at, o = const $a0 * 512, x = in(reg32) self[$a0], y = in(reg32) self[$b0], options(nostack));
-                    $(asm!("st.global.v2.f32 [{at}+{o}], {{{x}, {y}}};", at = in(reg64) at, o = const $a * 512, x = in(reg32) self[$a], y = in(reg32) self[$b], options(nostack));)*
-                }
+                st_global_pair!(self, at, $a0, $b0);
+                $(st_global_pair!(self, at, $a, $b);)*
             }
 
             #[inline(always)]
             fn add_ld_global_cg_pairs(&mut self, at: u64) {
-                {
-                    let (x, y): (f32, f32);
-                    unsafe {
-                        asm!("ld.global.cg.v2.f32 {{{x}, {y}}}, [{at}+{o}];", at = in(reg64) at, o = const $a0 * 512, x = out(reg32) x, y = out(reg32) y, options(nostack));
-                    }
-                    self[$a0] += x;
-                    self[$b0] += y;
-                }
-                $({
-                    let (x, y): (f32, f32);
-                    unsafe {
-                        asm!("ld.global.cg.v2.f32 {{{x}, {y}}}, [{at}+{o}];", at = in(reg64) at, o = const $a * 512, x = out(reg32) x, y = out(reg32) y, options(nostack));
-                    }
-                    self[$a] += x;
-                    self[$b] += y;
-                })*
+                add_ld_global_cg_pair!(self, at, $a0, $b0);
+                $(add_ld_global_cg_pair!(self, at, $a, $b);)*
             }
         }
 
