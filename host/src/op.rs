@@ -465,12 +465,20 @@ mod tests {
     }
 
     #[test]
-    fn auto_picks_narrow_tiles_only_when_wide_ones_leave_sms_idle() {
+    fn auto_picks_slim_tiles_only_when_wide_ones_leave_sms_idle() {
         let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
-        let pick = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().tile_n;
-        assert_eq!(pick(8192, 8192, 8192), 256);
-        assert_eq!(pick(2048, 2048, 2048), 256);
-        assert_eq!(pick(128, 8192, 8192), 64);
-        assert_eq!(pick(64, 64, 64), 64);
+        let pick = |m, n, k| {
+            let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+            (s.tile_m, s.tile_n)
+        };
+        let (wide, slim) = ((128, 256), (64, 128));
+        assert_eq!(pick(8192, 8192, 8192), wide);
+        assert_eq!(pick(2048, 2048, 2048), wide);
+        assert_eq!(pick(512, 8192, 8192), wide);
+        assert_eq!(pick(256, 8192, 8192), wide);
+        assert_eq!(pick(1024, 8192, 8192), wide);
+        assert_eq!(pick(128, 8192, 8192), slim);
+        assert_eq!(pick(128, 16384, 8192), slim);
+        assert_eq!(pick(64, 64, 64), slim);
     }
 }

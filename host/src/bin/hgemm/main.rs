@@ -19,7 +19,7 @@ pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: hgemm <info | verify | bench | run | ptx --out DIR> [options]
-  verify [--kernels v0,v3,hopper_v7_narrow_kk,general,...|all] [--seed N]
+  verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct] [--samples N] [--json F] [--csv F] [--svg F]
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)";
@@ -99,7 +99,7 @@ pub(crate) fn open() -> Result<Gemm, Error> {
     Gemm::new(hgemm::device::context(0)?)
 }
 
-/// The kernels named by `--kernels v0,v3,hopper_v7_narrow_kk` (`all`: every entry of the family;
+/// The kernels named by `--kernels v0,v3,hopper_v7_slim_kk` (`all`: every entry of the family;
 /// absent: `default`).
 pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item = &'static KernelSpec>) -> Result<Vec<&'static KernelSpec>, Error> {
     match flag(args, "--kernels") {
