@@ -28,6 +28,7 @@
 //! ```text
 //! producer (1 thread, 40 regs) : per tile, per K slice: wait(empty[s]) → expect_tx(full[s])
 //!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
+//!                                at the end: wait(empty[s]) for every stage, then exit
 //! consumer wg (232 regs)       : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
 //!                                unfinished piece: st.global partial → bar → st.release flag; done
 //!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
@@ -295,6 +296,15 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     write.advance();
                 }
             }
+            // Wait until every stage has been released by both CTAs' consumers, as if to fill
+            // it again: the peer's last remote arrives on this CTA's `empty` barriers have then
+            // landed, and the CTA may exit (CUTLASS's `producer_tail`). This replaces a cluster
+            // barrier at exit, whose release compiles to `MEMBAR.ALL.GPU` (waiting, it seems,
+            // for C's stores to reach memory): 2048³ read 0.957 against 0.927 without it.
+            for _ in 0..stages {
+                mbarrier::wait(empty(write.stage), write.phase);
+                write.advance();
+            }
         }
     } else {
         setmaxnreg::inc::<232>();
@@ -484,6 +494,4 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             tma::wait_group_read::<0>();
         }
     }
-    // The peer may still arrive on this CTA's barriers until it is done.
-    cluster::sync();
 }
