@@ -36,10 +36,10 @@
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 678 TFLOP/s,
-//! 1.012× cuBLAS (v6: 0.999×; an earlier run read 1.029× against 1.001×). Stream-K on against
-//! off in one run, four runs: +0.8–2.7% at 8192³, +1.9–2.7% at 16384³. 128×8192×8192 with the
-//! slim tile: 0.952× (0.88× with the 128×64 tile it replaced).
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 685 TFLOP/s,
+//! 1.009× cuBLAS (v6: 0.997×); the same kernel as `auto` in the same process read 1.011× and
+//! 1.030×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! 128×8192×8192 with the slim tile: 0.95–0.98× (0.88× with the 128×64 tile it replaced).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
 #[cfg(hopper)]
 use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
