@@ -300,7 +300,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             // it again: the peer's last remote arrives on this CTA's `empty` barriers have then
             // landed, and the CTA may exit (CUTLASS's `producer_tail`). This replaces a cluster
             // barrier at exit, whose release compiles to `MEMBAR.ALL.GPU` (waiting, it seems,
-            // for C's stores to reach memory): 2048³ read 0.957 against 0.927 without it.
+            // for C's stores to reach memory): a relaxed exit barrier read 2048³ 0.957 against
+            // 0.927, and this tail 0.953 in the final sweep.
             for _ in 0..stages {
                 mbarrier::wait(empty(write.stage), write.phase);
                 write.advance();
