@@ -434,7 +434,7 @@ impl Gemm {
     /// wait on a barrier nobody completes): it traps after the guard's limit.
     #[cfg(feature = "hang-guard")]
     pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
-        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16, split: false };
+        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16, split: false, dependent: false };
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
         unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
@@ -458,7 +458,7 @@ impl Drop for Gemm {
 
 fn fill_shape(len: usize, sms: u32) -> LaunchShape {
     let blocks = (len.div_ceil(256) as u64).clamp(1, sms as u64 * 8) as u32;
-    LaunchShape { grid: blocks, grid_y: 1, block: 256, cluster: 1, smem: 0, split: false }
+    LaunchShape { grid: blocks, grid_y: 1, block: 256, cluster: 1, smem: 0, split: false, dependent: false }
 }
 
 fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo) -> Result<u32> {

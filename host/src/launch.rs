@@ -1,5 +1,6 @@
 //! Launch shapes derived from a kernel's spec, and the one launch path every kernel takes:
-//! `cuLaunchKernelEx` with the cluster-dimension attribute and dynamic shared memory.
+//! `cuLaunchKernelEx` with the cluster-dimension attribute, dynamic shared memory and, for kernels
+//! that wait for their predecessor themselves, programmatic stream serialization.
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -24,6 +25,9 @@ pub struct LaunchShape {
     /// Whether the kernel's stream-K schedule splits tiles on this grid: each launch then needs
     /// its stream's workspace (and without one the kernel computes every tile whole).
     pub split: bool,
+    /// Launched with programmatic stream serialization ([`KernelSpec::dependent_launch`]): the
+    /// kernel may start while the previous one in the stream finishes, and waits for it itself.
+    pub dependent: bool,
 }
 
 impl LaunchShape {
@@ -46,7 +50,7 @@ impl LaunchShape {
                 (if split { most } else { units.min(most).max(1) }, 1)
             }
         };
-        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split }
+        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split, dependent: spec.dependent_launch }
     }
 }
 
@@ -83,13 +87,17 @@ pub unsafe fn launch_gemm(
 /// # Safety
 /// `params` must point at values matching the entry's parameter list.
 pub(crate) unsafe fn launch_raw(func: sys::CUfunction, shape: &LaunchShape, stream: sys::CUstream, params: &mut [*mut c_void]) -> Result<()> {
-    let mut cluster = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        ..unsafe { std::mem::zeroed() }
-    };
-    cluster.value.clusterDim.x = shape.cluster;
-    cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = 1;
+    let mut attrs = [
+        sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, ..unsafe { std::mem::zeroed() } },
+        sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            ..unsafe { std::mem::zeroed() }
+        },
+    ];
+    attrs[0].value.clusterDim.x = shape.cluster;
+    attrs[0].value.clusterDim.y = 1;
+    attrs[0].value.clusterDim.z = 1;
+    attrs[1].value.programmaticStreamSerializationAllowed = 1;
     let config = sys::CUlaunchConfig {
         gridDimX: shape.grid,
         gridDimY: shape.grid_y,
@@ -99,8 +107,8 @@ pub(crate) unsafe fn launch_raw(func: sys::CUfunction, shape: &LaunchShape, stre
         blockDimZ: 1,
         sharedMemBytes: shape.smem,
         hStream: stream,
-        attrs: &mut cluster,
-        numAttrs: 1,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: 1 + shape.dependent as u32,
     };
     match unsafe { sys::cuLaunchKernelEx(&config, func, params.as_mut_ptr(), std::ptr::null_mut()) } {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
@@ -116,6 +124,18 @@ mod tests {
     /// An `m × n × 512` problem, `batch` of them.
     fn args(m: u32, n: u32, batch: u32) -> GemmArgs {
         GemmArgs { batch, ..GemmArgs::new(m, n, 512, 0) }
+    }
+
+    #[test]
+    fn only_the_library_kernels_are_dependent_launches() {
+        // v0–v6 keep the launch they were measured with; Blackwell's v7 could wait the same way,
+        // but nothing here could run it.
+        for spec in hgemm_kernels::kernels() {
+            let s = LaunchShape::new(spec, &args(1024, 1024, 1), 132, true);
+            assert_eq!(s.dependent, spec.dependent_launch, "{}", spec.name);
+            let library = spec.family == hgemm_kernels::spec::Family::Hopper && spec.version == 7;
+            assert_eq!(spec.dependent_launch, library, "{}", spec.name);
+        }
     }
 
     #[test]

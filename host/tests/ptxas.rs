@@ -166,6 +166,11 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
             let header = &text[at..at + text[at..].find('{').unwrap()];
             assert!(header.contains(&format!(".maxntid {}, 1, 1", spec.threads)), "{}: {header}", spec.name);
             assert_eq!(header.matches(".param .align 64 .b8").count(), 3, "{}: tensor maps not 64-byte aligned: {header}", spec.name);
+            // The host launches a kernel as a programmatic dependent only if it waits for its
+            // predecessor itself; one that does not would read inputs the previous kernel is still
+            // writing.
+            let body = &text[at..at + 1 + text[at + 1..].find(".entry ").unwrap_or(text.len() - at - 1)];
+            assert_eq!(body.contains("griddepcontrol.wait;"), spec.dependent_launch, "{}: griddepcontrol.wait against dependent_launch", spec.name);
         }
         let hang_test = cfg!(feature = "hang-guard").then_some("hgemm_hang_test");
         for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_test) {

@@ -189,6 +189,14 @@ impl Iterator for Walk {
     }
 }
 
+impl Walk {
+    /// Whether the walk has nothing left: the work item last returned was the worker's last.
+    #[inline(always)]
+    pub fn is_done(&self) -> bool {
+        self.next_whole >= self.sk.dp_units && self.begin >= self.end
+    }
+}
+
 /// Where a stream-K kernel's workspace keeps its ready flags (one per consumer warpgroup of
 /// each CTA, at most [`Workspace::FLAGS`]) and, after them, one partial tile per CTA of the grid
 /// (`partial_bytes`, f32). Flags are 0 between launches: a writer sets its flag to 1 and the

@@ -134,6 +134,10 @@ pub struct KernelSpec {
     /// For kernels that may split a tile's K blocks across workers ([`crate::sched::StreamK`]):
     /// their K-block depth and partial-tile size. `None`: every tile is computed whole.
     pub stream_k: Option<StreamKSpec>,
+    /// Waits (`griddepcontrol.wait`) before its first access to global memory, so the host may
+    /// launch it with programmatic stream serialization: scheduled, and through its prologue,
+    /// while the previous kernel in the stream finishes.
+    pub dependent_launch: bool,
 }
 
 /// What the host needs of a stream-K kernel: its schedule is [`KernelSpec::schedule`].

@@ -57,6 +57,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     b_major: Major::K,
     general: false,
     stream_k: None,
+    dependent_launch: false,
 };
 
 #[cfg(blackwell)]

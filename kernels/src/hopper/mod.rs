@@ -10,7 +10,7 @@
 //! | [v4] | 2-CTA clusters along M: B halves multicast to both CTAs, cluster-wide `empty` barriers, grouped tile order |
 //! | [v5] | persistent clusters: stages and phases carried across tiles, the epilogue overlaps the next tile's loads |
 //! | [v6] | TMA-store epilogue: swizzled, double-buffered staging, one bulk store in flight; `setmaxnreg` moves registers from producer to consumers |
-//! | [v7] | the library's GEMM: tile shape per problem size, K- or MN-major operands, batches, alpha/beta, L2 promotion |
+//! | [v7] | the library's GEMM: tile shape per problem size, stream-K, K- or MN-major operands, batches, alpha/beta, L2 promotion, programmatic dependent launch |
 
 #[cfg(hopper)]
 use crate::args::GemmArgs;

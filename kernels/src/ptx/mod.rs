@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod cvt;
 pub mod fence;
 pub mod global;
+pub mod griddepcontrol;
 pub mod mbarrier;
 pub mod param;
 pub mod red;
