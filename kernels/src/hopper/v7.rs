@@ -44,10 +44,11 @@
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 685 TFLOP/s,
-//! 1.009× cuBLAS (v6: 0.997×); the same kernel as `auto` in the same process read 1.011× and
-//! 1.030×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
-//! 128×8192×8192 with the slim tile: 0.95–0.98× (0.88× with the 128×64 tile it replaced).
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 675 TFLOP/s,
+//! 1.011× cuBLAS (v6: 0.994×); the same kernel as `auto` in the same process read 1.016× and
+//! 1.035×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
+//! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
 #[cfg(hopper)]
 use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
@@ -324,7 +325,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             // landed, and the CTA may exit (CUTLASS's `producer_tail`). This replaces a cluster
             // barrier at exit, whose release compiles to `MEMBAR.ALL.GPU` (waiting, it seems,
             // for C's stores to reach memory): a relaxed exit barrier read 2048³ 0.957 against
-            // 0.927, and this tail 0.953 in the final sweep.
+            // 0.927, and this tail 0.953 in the third session's final sweep.
             for _ in 0..stages {
                 mbarrier::wait(empty(write.stage), write.phase);
                 write.advance();
