@@ -62,7 +62,9 @@ fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
     let mut current = String::new();
     let mut warnings = Vec::new();
     for line in log.lines() {
-        if line.contains("warning") {
+        // ptxas reports an ignored `setmaxnreg` (C7508) and serialized `wgmma`s (C7510, C7515,
+        // C7518) as "info: Potential Performance Loss", not as warnings.
+        if line.contains("warning") || line.contains("Potential Performance Loss") {
             warnings.push(line.to_string());
         }
         if let Some(rest) = line.split("Function properties for ").nth(1) {
