@@ -447,6 +447,8 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     cases.push(("200x264x72 batch of 3, strided with gaps".into(), b.beta(1.0).batched(3, la + 64, lb + 8, lc + 256)));
     cases.push(("8192x8192x8192 batch of 1 through the general path, beta 1".into(), GemmOp::new(8192, 8192, 8192).beta(1.0)));
     cases.push(("256x512x0 (K = 0): C = beta·C".into(), GemmOp::new(256, 512, 0).beta(0.5)));
+    // Several tiles per cluster, an odd number on some: K = 0 must not touch the operand stages.
+    cases.push(("2304x4096x0 (K = 0), tiles over every cluster, beta 1.5".into(), GemmOp::new(2304, 4096, 0).beta(1.5)));
     // Stream-K: tiles split across workers in each regime (see `StreamK`).
     cases.push((
         "520x776x4096 C col-major, alpha .75 beta -.5: every tile split by K".into(),

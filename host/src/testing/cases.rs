@@ -265,6 +265,8 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     if kernel.general {
         // The column-major C swaps M and N: in the kernel's coordinates this is pm × pn again.
         cases.push((format!("{pn}x{pm}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, pn, pm, 520, &Variant::GENERAL)));
+        // K = 0 reaches a general kernel (C = beta·C): its tiles must leave the operand stages alone.
+        cases.push((format!("{pm}x{pn}x0 K = 0, beta .5"), op_for(kernel, pm, pn, 0).beta(0.5)));
     }
     if kernel.stream_k.is_some() {
         // One unit 1,152 K blocks deep: on an H200 split across all 66 pairs or 132 CTAs, its
@@ -338,7 +340,7 @@ mod tests {
     fn small_cases_are_valid_and_include_partial_tiles() {
         for kernel in hgemm_kernels::kernels() {
             let cases = small_cases(kernel);
-            assert_eq!(cases.len(), 2 + kernel.general as usize + kernel.stream_k.is_some() as usize, "{}", kernel.name);
+            assert_eq!(cases.len(), 2 + 2 * kernel.general as usize + kernel.stream_k.is_some() as usize, "{}", kernel.name);
             for (what, op) in &cases {
                 check_plannable(kernel, op, what);
                 // Splitting needs depth: the stream-K case is one unit, but deep.
