@@ -42,11 +42,12 @@
 //!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
+//!                                K = 0: C = beta·C with plain loads and stores, no stage touched
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 675 TFLOP/s,
-//! 1.011× cuBLAS (v6: 0.994×); the same kernel as `auto` in the same process read 1.016× and
-//! 1.035×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 671 TFLOP/s,
+//! 1.019× cuBLAS (v6: 1.008×); the same kernel as `auto` in the same process read 1.021× and
+//! 1.020×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
