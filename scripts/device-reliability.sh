@@ -97,6 +97,8 @@ step "$OUT/hang.log" 60 "$BIN/hgemm-hang-guard" run --kernels all --seed "$HGEMM
 row "hang-guard build: kernels" "$(verdict)" "$(tail -1 "$TAIL")"
 step "$OUT/hang.log" 40 "$BIN/hang" --ignored --exact hang_guard_reports_a_broken_pipeline --nocapture --test-threads 1
 row "hang-guard: broken pipeline" "$(verdict)" "$(why)"
+step "$OUT/hang.log" 40 "$BIN/hang" --ignored --exact hang_guard_reports_an_unpublished_flag --nocapture --test-threads 1
+row "hang-guard: stream-K flag" "$(verdict)" "$(why)"
 
 # 4. compute-sanitizer: one process per (tool, kernel group), SAN_JOBS at a time, no cuBLAS.
 sanitize() {

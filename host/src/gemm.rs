@@ -73,6 +73,7 @@ struct HangGuard {
     /// comes from (with several streams in flight it may be another one running at the time).
     last_launch: std::sync::Mutex<&'static str>,
     test_kernel: CudaFunction,
+    flag_test_kernel: CudaFunction,
 }
 
 impl Gemm {
@@ -116,6 +117,7 @@ impl Gemm {
                 record: crate::hang::Record::install(&ctx, &module)?,
                 last_launch: std::sync::Mutex::new("none"),
                 test_kernel: load("hgemm_hang_test")?,
+                flag_test_kernel: load("hgemm_hang_flag_test")?,
             },
             ctx,
             info,
@@ -438,6 +440,18 @@ impl Gemm {
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
         unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
+    }
+
+    /// Launch `hgemm_hang_flag_test` (one CTA of 32 threads whose thread 0 waits for the u32 at
+    /// `flag` to become nonzero): with `flag` zero, it traps after the guard's limit.
+    #[cfg(feature = "hang-guard")]
+    pub(crate) fn hang_flag_test_raw(&self, stream: &CudaStream, flag: u64) -> Result<()> {
+        let shape = LaunchShape { grid: 1, grid_y: 1, block: 32, cluster: 1, smem: 0, split: false, dependent: false };
+        self.before_launch(Some("hgemm_hang_flag_test"))?;
+        let mut flag = flag;
+        let mut params: [*mut std::ffi::c_void; 1] = [&mut flag as *mut u64 as *mut _];
+        // SAFETY: hgemm_hang_flag_test(flag: u64); the caller keeps the flag's memory alive.
+        unsafe { launch::launch_raw(self.hang.flag_test_kernel.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! With the feature on, [`Gemm::new`](crate::Gemm::new) allocates one [`HangReport`] in mapped
 //! pinned memory and points the module's `HGEMM_HANG_REPORT` at it. A kernel whose mbarrier wait
-//! times out fills it in and traps; the next [`Gemm::synchronize`](crate::Gemm::synchronize) (or
+//! or stream-K flag wait times out fills it in and traps; the next [`Gemm::synchronize`](crate::Gemm::synchronize) (or
 //! launch) then fails with [`Error::Hang`](crate::Error::Hang) carrying [`describe`]'s text
 //! instead of a bare launch failure. After a trap the CUDA context is unusable: every later call
 //! in the process fails, so a program (or test) that provokes one should end right after.
@@ -12,13 +12,17 @@ pub use hgemm_kernels::hang::{HangReport, LIMIT_NS};
 
 /// What a timed-out wait was waiting for, in one line.
 pub fn describe(r: &HangReport) -> String {
+    let what = if r.flag != 0 {
+        format!("stream-K flag at global address {:#x} (in the call's workspace) was never published", r.flag)
+    } else {
+        format!(
+            "mbarrier at dynamic shared memory offset {} (shared::cta address {:#x}) never completed its phase of parity {}",
+            r.smem_offset, r.barrier, r.parity
+        )
+    };
     format!(
-        "mbarrier at dynamic shared memory offset {} (shared::cta address {:#x}) never completed its phase of parity {}; \
-         block ({}, {}), thread {}, cluster rank {}; gave up after {:.3} s (limit {} s); \
+        "{what}; block ({}, {}), thread {}, cluster rank {}; gave up after {:.3} s (limit {} s); \
          the launch had {} threads per block and {} bytes of dynamic shared memory",
-        r.smem_offset,
-        r.barrier,
-        r.parity,
         r.block[0],
         r.block[1],
         r.thread,
@@ -37,6 +41,22 @@ pub fn describe(r: &HangReport) -> String {
 #[cfg(feature = "hang-guard")]
 pub fn launch_broken_pipeline(gemm: &crate::Gemm, stream: &cudarc::driver::CudaStream) -> crate::Result<()> {
     gemm.hang_test_raw(stream)
+}
+
+/// Launch `hgemm_hang_flag_test`, a finishing worker whose earlier worker never publishes its
+/// partial sums (thread 0 of one CTA waits, as `Partial::wait` does, on a zeroed flag in a
+/// device allocation this returns; keep it alive until the failure is seen), on `stream`. The
+/// next [`Gemm::synchronize`](crate::Gemm::synchronize) fails with
+/// [`Error::Hang`](crate::Error::Hang) after [`LIMIT_NS`], and the context is unusable from then
+/// on.
+#[cfg(feature = "hang-guard")]
+pub fn launch_unpublished_flag(gemm: &crate::Gemm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> crate::Result<cudarc::driver::CudaSlice<u32>> {
+    use cudarc::driver::DevicePtr;
+    let flag = stream.alloc_zeros::<u32>(1).map_err(|e| crate::Error::driver("cuMemAlloc", e))?;
+    let (ptr, _sync) = flag.device_ptr(stream);
+    gemm.hang_flag_test_raw(stream, ptr)?;
+    drop(_sync);
+    Ok(flag)
 }
 
 #[cfg(feature = "hang-guard")]
@@ -109,6 +129,7 @@ mod tests {
             barrier: 0x408,
             smem_offset: 8,
             parity: 1,
+            flag: 0,
             block: [3, 1],
             thread: 130,
             cluster_rank: 1,
@@ -120,5 +141,16 @@ mod tests {
         for part in ["offset 8", "0x408", "parity 1", "block (3, 1)", "thread 130", "cluster rank 1", "2.000 s", "384 threads", "229472 bytes"] {
             assert!(s.contains(part), "{part:?} missing from {s}");
         }
+        assert!(!s.contains("flag"), "{s}");
+    }
+
+    #[test]
+    fn describes_a_flag_wait_by_its_address() {
+        let r = HangReport { magic: hgemm_kernels::hang::MAGIC, flag: 0x7f00_0000_1040, block: [17, 0], thread: 128, threads: 384, waited_ns: 2_000_000_512, ..HangReport::default() };
+        let s = describe(&r);
+        for part in ["stream-K flag at global address 0x7f0000001040", "never published", "block (17, 0)", "thread 128", "384 threads"] {
+            assert!(s.contains(part), "{part:?} missing from {s}");
+        }
+        assert!(!s.contains("mbarrier"), "{s}");
     }
 }

@@ -1,7 +1,8 @@
-//! The hang guard fires on a deliberately broken pipeline and says where it hung. Needs a GPU and
-//! a build with `--features hang-guard` (`scripts/build-reliability.sh` makes one). The trap it
-//! provokes leaves the CUDA context unusable, so this file holds this one test: its binary runs
-//! it in a process of its own.
+//! The hang guard fires on a deliberately broken pipeline, and on a stream-K flag nobody
+//! publishes, and says where it hung. Needs a GPU and a build with `--features hang-guard`
+//! (`scripts/build-reliability.sh` makes one). The trap each provokes leaves the CUDA context
+//! unusable, so run each test in a process of its own (`--exact NAME`, as
+//! `scripts/device-reliability.sh` does).
 
 #[test]
 #[ignore = "needs an H100/H200 and a build with --features hang-guard: run on the GPU machine with --ignored (scripts/device-reliability.sh)"]
@@ -33,6 +34,39 @@ fn hang_guard_reports_a_broken_pipeline() {
         assert!(r.waited_ns > LIMIT_NS, "{report}");
         assert!(seconds < 5.0 * LIMIT_NS as f64 * 1e-9, "took {seconds:.1} s to give up: {report}");
         // The trap took the context with it: later calls fail too, and still say why.
+        assert!(matches!(gemm.synchronize(&stream), Err(Error::Hang { .. })));
+        println!("reliability: hang guard: fired after {seconds:.2} s on {kernel}: {report}");
+    }
+}
+
+#[test]
+#[ignore = "needs an H100/H200 and a build with --features hang-guard: run on the GPU machine with --ignored --exact, one test per process (scripts/device-reliability.sh)"]
+fn hang_guard_reports_an_unpublished_flag() {
+    #[cfg(not(feature = "hang-guard"))]
+    panic!("built without the hang-guard feature: build this test with `--features hang-guard`");
+
+    #[cfg(feature = "hang-guard")]
+    {
+        use hgemm::hang::LIMIT_NS;
+        use hgemm::Error;
+
+        let gemm = hgemm::Gemm::new(hgemm::device::context(0).expect("no GPU: run this test on a GPU machine")).expect("hgemm::Gemm::new");
+        let stream = gemm.context().default_stream();
+        let started = std::time::Instant::now();
+        let flag = hgemm::hang::launch_unpublished_flag(&gemm, &stream).expect("launch");
+        let err = gemm.synchronize(&stream).expect_err("the flag wait completed");
+        let seconds = started.elapsed().as_secs_f64();
+        let Error::Hang { kernel, report } = &err else { panic!("expected Error::Hang, got: {err}") };
+        println!("after {seconds:.2} s: {err}");
+        assert_eq!(*kernel, "hgemm_hang_flag_test");
+
+        let r = gemm.hang_report().expect("a hang report");
+        // hgemm_hang_flag_test: thread 0 of one CTA of 32 threads, no shared memory.
+        let flag_at = { use cudarc::driver::DevicePtr; flag.device_ptr(&stream).0 };
+        assert_eq!(r.flag, flag_at, "{report}");
+        assert_eq!((r.block, r.thread, r.threads, r.dynamic_smem), ([0, 0], 0, 32, 0), "{report}");
+        assert!(r.waited_ns > LIMIT_NS, "{report}");
+        assert!(seconds < 5.0 * LIMIT_NS as f64 * 1e-9, "took {seconds:.1} s to give up: {report}");
         assert!(matches!(gemm.synchronize(&stream), Err(Error::Hang { .. })));
         println!("reliability: hang guard: fired after {seconds:.2} s on {kernel}: {report}");
     }

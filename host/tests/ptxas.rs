@@ -174,11 +174,13 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
             let body = &text[at..at + 1 + text[at + 1..].find(".entry ").unwrap_or(text.len() - at - 1)];
             assert_eq!(body.contains("griddepcontrol.wait;"), spec.dependent_launch, "{}: griddepcontrol.wait against dependent_launch", spec.name);
         }
-        let hang_test = cfg!(feature = "hang-guard").then_some("hgemm_hang_test");
-        for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_test) {
+        let hang_tests = ["hgemm_hang_test", "hgemm_hang_flag_test"].into_iter().filter(|_| cfg!(feature = "hang-guard"));
+        for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_tests) {
             assert!(text.contains(&format!(".entry {util}(")), "{util} missing from {}", family.ptx_target());
         }
-        assert_eq!(text.contains("hgemm_hang_test"), cfg!(feature = "hang-guard"), "the broken pipeline belongs to hang-guard builds only");
+        for test in ["hgemm_hang_test", "hgemm_hang_flag_test"] {
+            assert_eq!(text.contains(test), cfg!(feature = "hang-guard"), "{test} belongs to hang-guard builds only");
+        }
     }
 }
 

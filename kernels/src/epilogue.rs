@@ -98,9 +98,14 @@ impl Partial {
     }
 
     /// One thread waits until the sums are ready; a warpgroup barrier must follow the wait.
+    /// Built with `--cfg hang_guard`, the wait gives up after [`crate::hang::LIMIT_NS`] and
+    /// reports the flag instead of hanging.
     #[inline(always)]
     pub fn wait(&self) {
+        #[cfg(not(hang_guard))]
         while global::ld_acquire_gpu_u32(self.flag) == 0 {}
+        #[cfg(hang_guard)]
+        crate::hang::spin_flag_bounded(self.flag);
     }
 
     /// Ready for the next launch (which starts after this one ends); each partial is read once.

@@ -142,3 +142,14 @@ pub unsafe extern "ptx-kernel" fn hgemm_hang_test() {
     }
     mbarrier::wait(barrier, 0);
 }
+
+/// A stream-K flag nobody publishes, for the hang guard's test: thread 0 of one CTA waits, as a
+/// finishing worker does (`epilogue::Partial::wait`), for the u32 at `flag` (zero, and left so)
+/// to become nonzero.
+#[cfg(hang_guard)]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn hgemm_hang_flag_test(flag: u64) {
+    if crate::ptx::sreg::tid_x() == 0 {
+        crate::epilogue::Partial { sums: 0, flag }.wait();
+    }
+}
