@@ -3,9 +3,10 @@
 //!
 //! With the feature on, [`Gemm::new`](crate::Gemm::new) allocates one [`HangReport`] in mapped
 //! pinned memory and points the module's `HGEMM_HANG_REPORT` at it. A kernel whose mbarrier wait
-//! or stream-K flag wait times out fills it in and traps; the next [`Gemm::synchronize`](crate::Gemm::synchronize) (or
-//! launch) then fails with [`Error::Hang`](crate::Error::Hang) carrying [`describe`]'s text
-//! instead of a bare launch failure. After a trap the CUDA context is unusable: every later call
+//! or stream-K flag wait times out fills it in and traps; the next
+//! [`Gemm::synchronize`](crate::Gemm::synchronize) (or launch) then fails with
+//! [`Error::Hang`](crate::Error::Hang) carrying [`describe`]'s text instead of a bare launch
+//! failure. After a trap the CUDA context is unusable: every later call
 //! in the process fails, so a program (or test) that provokes one should end right after.
 
 pub use hgemm_kernels::hang::{HangReport, LIMIT_NS};
@@ -53,9 +54,10 @@ pub fn launch_broken_pipeline(gemm: &crate::Gemm, stream: &cudarc::driver::CudaS
 pub fn launch_unpublished_flag(gemm: &crate::Gemm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> crate::Result<cudarc::driver::CudaSlice<u32>> {
     use cudarc::driver::DevicePtr;
     let flag = stream.alloc_zeros::<u32>(1).map_err(|e| crate::Error::driver("cuMemAlloc", e))?;
-    let (ptr, _sync) = flag.device_ptr(stream);
+    let (ptr, guard) = flag.device_ptr(stream);
     gemm.hang_flag_test_raw(stream, ptr)?;
-    drop(_sync);
+    // The guard records the flag's use on `stream` when dropped: after the launch.
+    drop(guard);
     Ok(flag)
 }
 

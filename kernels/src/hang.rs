@@ -20,8 +20,8 @@
 //! The layout of [`HangReport`] is shared by the device code and the host, like
 //! [`crate::args::GemmArgs`].
 
-/// How long one mbarrier or flag wait may take, in nanoseconds of `%globaltimer`, before the guard gives
-/// up: 2 s. A healthy kernel's longest wait is one tile's mainloop or epilogue (microseconds to
+/// How long one mbarrier or flag wait may take, in nanoseconds of `%globaltimer`, before the
+/// guard gives up: 2 s. A healthy kernel's longest wait is one tile's mainloop or epilogue (microseconds to
 /// a few milliseconds), so only a broken pipeline gets near it; but a kernel slowed by a tool
 /// that instruments every instruction (compute-sanitizer), or kept off the GPU by time slicing,
 /// can time out falsely. Do not run hang-guard builds under such tools.
