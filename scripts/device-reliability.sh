@@ -9,15 +9,15 @@
 #
 #   scripts/device-reliability.sh [BUDGET_SECONDS]
 #
-# Environment: HGEMM_SEED (default: fresh, printed), TOOLS (default: memcheck synccheck racecheck
-# initcheck), SAN_GROUPS (default: v0 v1 v2 v3 v4 v5 v6 v7 variants), SAN_JOBS (sanitizer
-# processes at once, default 4).
+# Environment: HGEMM_SEED (default: fresh, printed), TOOLS (default, when unset: memcheck
+# synccheck racecheck initcheck; empty: no sanitizer runs), SAN_GROUPS (default: v0 v1 v2 v3 v4 v5
+# v6 v7 variants), SAN_JOBS (sanitizer processes at once, default 4).
 set -u
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/reliability}
 OUT=${OUT:-/tmp/hgemm-reliability}
 BUDGET=${1:-300}
-TOOLS=${TOOLS:-memcheck synccheck racecheck initcheck}
+TOOLS=${TOOLS-memcheck synccheck racecheck initcheck}
 SAN_GROUPS=${SAN_GROUPS:-v0 v1 v2 v3 v4 v5 v6 v7 variants}
 SAN_JOBS=${SAN_JOBS:-4}
 VARIANTS=hopper_v7_wide_kmn,hopper_v7_wide_mnk,hopper_v7_wide_mnmn,hopper_v7_slim_kk,hopper_v7_slim_kmn,hopper_v7_slim_mnk,hopper_v7_slim_mnmn
