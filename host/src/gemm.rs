@@ -436,7 +436,7 @@ impl Gemm {
     /// wait on a barrier nobody completes): it traps after the guard's limit.
     #[cfg(feature = "hang-guard")]
     pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
-        let shape = LaunchShape { grid: 2, grid_y: 1, block: 64, cluster: 1, smem: 16, split: false, dependent: false };
+        let shape = LaunchShape::plain(2, 64, 16);
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
         unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
@@ -446,7 +446,7 @@ impl Gemm {
     /// `flag` to become nonzero): with `flag` zero, it traps after the guard's limit.
     #[cfg(feature = "hang-guard")]
     pub(crate) fn hang_flag_test_raw(&self, stream: &CudaStream, flag: u64) -> Result<()> {
-        let shape = LaunchShape { grid: 1, grid_y: 1, block: 32, cluster: 1, smem: 0, split: false, dependent: false };
+        let shape = LaunchShape::plain(1, 32, 0);
         self.before_launch(Some("hgemm_hang_flag_test"))?;
         let mut flag = flag;
         let mut params: [*mut std::ffi::c_void; 1] = [&mut flag as *mut u64 as *mut _];
@@ -472,7 +472,7 @@ impl Drop for Gemm {
 
 fn fill_shape(len: usize, sms: u32) -> LaunchShape {
     let blocks = (len.div_ceil(256) as u64).clamp(1, sms as u64 * 8) as u32;
-    LaunchShape { grid: blocks, grid_y: 1, block: 256, cluster: 1, smem: 0, split: false, dependent: false }
+    LaunchShape::plain(blocks, 256, 0)
 }
 
 fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo) -> Result<u32> {

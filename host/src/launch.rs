@@ -52,6 +52,12 @@ impl LaunchShape {
         };
         LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split, dependent: spec.dependent_launch }
     }
+
+    /// `grid` CTAs of `block` threads in one row, `smem` bytes of dynamic shared memory each, no
+    /// cluster, no stream-K, launched plainly: the shape of the library's utility kernels.
+    pub(crate) fn plain(grid: u32, block: u32, smem: u32) -> LaunchShape {
+        LaunchShape { grid, grid_y: 1, block, cluster: 1, smem, split: false, dependent: false }
+    }
 }
 
 /// The most clusters a persistent grid of `spec` gets: as many as fit on the device at once and,
