@@ -38,11 +38,11 @@
 //!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
 //!                                at the end: wait(empty[s]) for every stage, then exit
 //! consumer wg (232 regs)       : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//!                                end of piece: wait_group 0 → release the last s (K = 0: none)
 //!                                unfinished piece: st.global partial → bar → st.release flag; done
 //!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
-//!                                K = 0: C = beta·C with plain loads and stores, no stage touched
 //! ```
 //!
 //! Measured on an H200 at 8192³ (2026-11-29, paired with cuBLAS in one run): 671 TFLOP/s,
@@ -354,182 +354,169 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
             let sums = ws.partial(cta) + (c * partial_bytes::<T>() / T::CONSUMERS + 8 * (tid % 128)) as u64;
             Partial { sums: args.workspace + sums, flag: args.workspace + ws.flag(cta, c) }
         };
-        if num_kb == 0 {
-            // K = 0: C = beta·C, and no stage is filled or read. (The loop below would release
-            // a stage per tile all the same: phases of `empty` barriers that no load matches,
-            // which the producer's tail could then wait on for ever, or which could land after
-            // the peer CTA has exited.)
-            for work in sk.walk(worker) {
-                let (m0, n0, z) = unit(work.unit);
-                let out = Output::new(args, z as u32);
-                for p in 0..T::BN / 4 {
-                    let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
-                    let (old_lo, old_hi) = if args.beta != 0.0 { out.load_pair(row, col) } else { (0.0, 0.0) };
-                    out.store_pair(row, col, args.beta * old_lo, args.beta * old_hi);
+        for work in sk.walk(worker) {
+            let (m0, n0, z) = unit(work.unit);
+            let mut prev = 0;
+            for kb in work.kb_begin..work.kb_end {
+                let s = read.stage;
+                mbarrier::wait(full(s), read.phase);
+
+                wgmma::fence();
+                let (a_stage, b_stage) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
+                for k in 0..BK / 16 {
+                    let a = if a_mn {
+                        SmemDesc::mn_major_128b(a_stage + c * a_box.bytes() + 2048 * k, a_box.bytes())
+                    } else {
+                        SmemDesc::k_major_128b(a_stage + c * 64 * 128).advance(32 * k)
+                    };
+                    let b = if b_mn {
+                        SmemDesc::mn_major_128b(b_stage + 2048 * k, b_box.bytes())
+                    } else {
+                        SmemDesc::k_major_128b(b_stage).advance(32 * k)
+                    };
+                    T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb != work.kb_begin || k != 0) as u32);
+                }
+                wgmma::commit_group();
+                // The previous slice's MMAs have retired: its stage may be refilled.
+                acc.wait_group::<1>();
+                for cta in 0..T::CLUSTER {
+                    mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
+                }
+                prev = s;
+                read.advance();
+            }
+            acc.wait_group::<0>();
+            // K = 0 (C = beta·C) consumed no slice, so it releases none: a release here would be
+            // a phase of an `empty` barrier that no load matches, which the producer's tail could
+            // wait on for ever, or which could land after the peer CTA has exited.
+            for cta in 0..T::CLUSTER {
+                mbarrier::arrive_cluster_if(empty(prev), cta, leader && work.kb_end > work.kb_begin);
+            }
+
+            if !work.finishes {
+                // Stream-K: the rest of this tile's K blocks belong to the next worker(s); leave
+                // the sum for the one that finishes it (`wait_from` is this worker here).
+                let slot = partial(work.wait_from);
+                acc.st_global_pairs(slot.sums);
+                bar::sync(1 + c, 128);
+                if leader {
+                    slot.publish();
+                }
+                acc = T::Acc::zeroed();
+                continue;
+            }
+            // The earlier K blocks' sums, in worker order (the result does not depend on timing).
+            for from in work.wait_from..worker {
+                let slot = partial(from);
+                if leader {
+                    slot.wait();
+                }
+                bar::sync(1 + c, 128);
+                acc.add_ld_global_cg_pairs(slot.sums);
+                if leader {
+                    slot.clear();
                 }
             }
-        } else {
-            for work in sk.walk(worker) {
-                let (m0, n0, z) = unit(work.unit);
-                let mut prev = 0;
-                for kb in work.kb_begin..work.kb_end {
-                    let s = read.stage;
-                    mbarrier::wait(full(s), read.phase);
 
-                    wgmma::fence();
-                    let (a_stage, b_stage) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
-                    for k in 0..BK / 16 {
-                        let a = if a_mn {
-                            SmemDesc::mn_major_128b(a_stage + c * a_box.bytes() + 2048 * k, a_box.bytes())
-                        } else {
-                            SmemDesc::k_major_128b(a_stage + c * 64 * 128).advance(32 * k)
-                        };
-                        let b = if b_mn {
-                            SmemDesc::mn_major_128b(b_stage + 2048 * k, b_box.bytes())
-                        } else {
-                            SmemDesc::k_major_128b(b_stage).advance(32 * k)
-                        };
-                        T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb != work.kb_begin || k != 0) as u32);
-                    }
-                    wgmma::commit_group();
-                    // The previous slice's MMAs have retired: its stage may be refilled.
-                    acc.wait_group::<1>();
-                    for cta in 0..T::CLUSTER {
-                        mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
-                    }
-                    prev = s;
-                    read.advance();
-                }
-                acc.wait_group::<0>();
-                for cta in 0..T::CLUSTER {
-                    mbarrier::arrive_cluster_if(empty(prev), cta, leader);
-                }
-
-                if !work.finishes {
-                    // Stream-K: the rest of this tile's K blocks belong to the next worker(s); leave
-                    // the sum for the one that finishes it (`wait_from` is this worker here).
-                    let slot = partial(work.wait_from);
-                    acc.st_global_pairs(slot.sums);
-                    bar::sync(1 + c, 128);
+            if args.alpha == 1.0 && args.beta == 0.0 {
+                // The common call: v6's epilogue. A loop over the four boxes with a filter on the
+                // pairs measured 1.4% faster overall than the straight-line pass below (whose
+                // code is 2.4 times larger); with alpha and beta in it, though, it spills.
+                for j in 0..T::BN / C_BOX.inner {
+                    let buf = staging(boxes % 2);
+                    boxes += 1;
                     if leader {
-                        slot.publish();
-                    }
-                    acc = T::Acc::zeroed();
-                    continue;
-                }
-                // The earlier K blocks' sums, in worker order (the result does not depend on timing).
-                for from in work.wait_from..worker {
-                    let slot = partial(from);
-                    if leader {
-                        slot.wait();
+                        // The store issued from this buffer two boxes ago has read it.
+                        tma::wait_group_read::<1>();
                     }
                     bar::sync(1 + c, 128);
-                    acc.add_ld_global_cg_pairs(slot.sums);
+                    acc.for_each_pair(|p, lo, hi| {
+                        let col = 8 * (p / 2) + 2 * (lane % 4);
+                        if col / C_BOX.inner == j {
+                            buf.store_b32(16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
+                        }
+                    });
+                    fence::proxy_async_shared_cta();
+                    bar::sync(1 + c, 128);
+                    let x = n0 + j * C_BOX.inner;
                     if leader {
-                        slot.clear();
+                        if x < tma_columns {
+                            tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
+                        }
+                        // One group per box, empty for a box past C's last whole chunk: the
+                        // `wait_group.read 1` above counts on groups alternating between buffers.
+                        tma::commit_group();
                     }
                 }
-
-                if args.alpha == 1.0 && args.beta == 0.0 {
-                    // The common call: v6's epilogue. A loop over the four boxes with a filter on the
-                    // pairs measured 1.4% faster overall than the straight-line pass below (whose
-                    // code is 2.4 times larger); with alpha and beta in it, though, it spills.
-                    for j in 0..T::BN / C_BOX.inner {
-                        let buf = staging(boxes % 2);
-                        boxes += 1;
+            } else {
+                // One pass over the register pairs in column order; the 16 pairs of each 64-column
+                // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
+                // constants once unrolled, which keeps the pass straight-line and lets each pair's
+                // registers die as soon as it is staged.
+                let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
+                let pairs_per_box = C_BOX.inner / 4;
+                acc.for_each_pair(|p, lo, hi| {
+                    let j = p / pairs_per_box;
+                    let buf = staging((boxes + j) % 2);
+                    let x = (n0 + j * C_BOX.inner) as i32;
+                    if p % pairs_per_box == 0 {
                         if leader {
                             // The store issued from this buffer two boxes ago has read it.
                             tma::wait_group_read::<1>();
                         }
-                        bar::sync(1 + c, 128);
-                        acc.for_each_pair(|p, lo, hi| {
-                            let col = 8 * (p / 2) + 2 * (lane % 4);
-                            if col / C_BOX.inner == j {
-                                buf.store_b32(16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
+                        if scale_c && x < tma_columns as i32 {
+                            if leader {
+                                mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
+                                tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
                             }
-                        });
+                            mbarrier::wait(c_load(c), c_phase);
+                            c_phase ^= 1;
+                        } else {
+                            bar::sync(1 + c, 128);
+                        }
+                    }
+                    let row = 16 * warp + lane / 4 + 8 * (p % 2);
+                    let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
+                    let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                    if scale_c {
+                        let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
+                        lo += args.beta * old_lo;
+                        hi += args.beta * old_hi;
+                    }
+                    buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
+                    if p % pairs_per_box == pairs_per_box - 1 {
                         fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
-                        let x = n0 + j * C_BOX.inner;
                         if leader {
-                            if x < tma_columns {
-                                tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
+                            if x < tma_columns as i32 {
+                                tma::store_3d(map_c, x, row0 as i32, z, buf.0);
                             }
-                            // One group per box, empty for a box past C's last whole chunk: the
-                            // `wait_group.read 1` above counts on groups alternating between buffers.
+                            // One group per box (see above).
                             tma::commit_group();
                         }
                     }
-                } else {
-                    // One pass over the register pairs in column order; the 16 pairs of each 64-column
-                    // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
-                    // constants once unrolled, which keeps the pass straight-line and lets each pair's
-                    // registers die as soon as it is staged.
-                    let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
-                    let pairs_per_box = C_BOX.inner / 4;
-                    acc.for_each_pair(|p, lo, hi| {
-                        let j = p / pairs_per_box;
-                        let buf = staging((boxes + j) % 2);
-                        let x = (n0 + j * C_BOX.inner) as i32;
-                        if p % pairs_per_box == 0 {
-                            if leader {
-                                // The store issued from this buffer two boxes ago has read it.
-                                tma::wait_group_read::<1>();
-                            }
-                            if scale_c && x < tma_columns as i32 {
-                                if leader {
-                                    mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
-                                    tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
-                                }
-                                mbarrier::wait(c_load(c), c_phase);
-                                c_phase ^= 1;
-                            } else {
-                                bar::sync(1 + c, 128);
-                            }
-                        }
-                        let row = 16 * warp + lane / 4 + 8 * (p % 2);
-                        let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
+                });
+                boxes += T::BN / C_BOX.inner;
+            }
+            if n0 + T::BN > tma_columns {
+                // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
+                // above left them out; store them (with their old values, for beta) directly.
+                let out = Output::new(args, z as u32);
+                acc.for_each_pair(|p, lo, hi| {
+                    let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
+                    if col >= tma_columns {
                         let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
-                        if scale_c {
-                            let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
+                        if args.beta != 0.0 {
+                            let (old_lo, old_hi) = out.load_pair(row, col);
                             lo += args.beta * old_lo;
                             hi += args.beta * old_hi;
                         }
-                        buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
-                        if p % pairs_per_box == pairs_per_box - 1 {
-                            fence::proxy_async_shared_cta();
-                            bar::sync(1 + c, 128);
-                            if leader {
-                                if x < tma_columns as i32 {
-                                    tma::store_3d(map_c, x, row0 as i32, z, buf.0);
-                                }
-                                // One group per box (see above).
-                                tma::commit_group();
-                            }
-                        }
-                    });
-                    boxes += T::BN / C_BOX.inner;
-                }
-                if n0 + T::BN > tma_columns {
-                    // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
-                    // above left them out; store them (with their old values, for beta) directly.
-                    let out = Output::new(args, z as u32);
-                    acc.for_each_pair(|p, lo, hi| {
-                        let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
-                        if col >= tma_columns {
-                            let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
-                            if args.beta != 0.0 {
-                                let (old_lo, old_hi) = out.load_pair(row, col);
-                                lo += args.beta * old_lo;
-                                hi += args.beta * old_hi;
-                            }
-                            out.store_pair(row, col, lo, hi);
-                        }
-                    });
-                }
-                // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
-                acc = T::Acc::zeroed();
+                        out.store_pair(row, col, lo, hi);
+                    }
+                });
             }
+            // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
+            acc = T::Acc::zeroed();
         }
         if leader {
             // Shared memory must outlive the stores still reading it.
