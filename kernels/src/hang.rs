@@ -21,10 +21,10 @@
 //! [`crate::args::GemmArgs`].
 
 /// How long one mbarrier or flag wait may take, in nanoseconds of `%globaltimer`, before the
-/// guard gives up: 2 s. A healthy kernel's longest wait is one tile's mainloop or epilogue (microseconds to
-/// a few milliseconds), so only a broken pipeline gets near it; but a kernel slowed by a tool
-/// that instruments every instruction (compute-sanitizer), or kept off the GPU by time slicing,
-/// can time out falsely. Do not run hang-guard builds under such tools.
+/// guard gives up: 2 s. A healthy kernel's longest wait is one tile's mainloop or epilogue
+/// (microseconds to a few milliseconds), so only a broken pipeline gets near it; but a kernel
+/// slowed by a tool that instruments every instruction (compute-sanitizer), or kept off the GPU
+/// by time slicing, can time out falsely. Do not run hang-guard builds under such tools.
 pub const LIMIT_NS: u64 = 2_000_000_000;
 
 /// [`HangReport::magic`] once the report is complete ("HANG").
@@ -81,24 +81,24 @@ mod device {
     /// then report and trap.
     #[inline(always)]
     pub fn wait_bounded(bar: Barrier, parity: u32) {
-        let start = sreg::globaltimer();
-        while !mbarrier::try_wait_parity(bar, parity) {
-            let waited = sreg::globaltimer().wrapping_sub(start);
-            if waited > LIMIT_NS {
-                give_up(bar, parity, 0, waited);
-            }
-        }
+        spin_bounded(|| mbarrier::try_wait_parity(bar, parity), bar, parity, 0);
     }
 
     /// Spin until the u32 at global address `flag` is nonzero (`ld.acquire.gpu`), for at most
     /// [`LIMIT_NS`]; then report the flag and trap.
     #[inline(always)]
     pub fn spin_flag_bounded(flag: u64) {
+        spin_bounded(|| global::ld_acquire_gpu_u32(flag) != 0, Barrier(0), 0, flag);
+    }
+
+    /// Poll `done` until it holds or [`LIMIT_NS`] has passed; then [`give_up`] with the rest.
+    #[inline(always)]
+    fn spin_bounded(mut done: impl FnMut() -> bool, bar: Barrier, parity: u32, flag: u64) {
         let start = sreg::globaltimer();
-        while global::ld_acquire_gpu_u32(flag) == 0 {
+        while !done() {
             let waited = sreg::globaltimer().wrapping_sub(start);
             if waited > LIMIT_NS {
-                give_up(Barrier(0), 0, flag, waited);
+                give_up(bar, parity, flag, waited);
             }
         }
     }
