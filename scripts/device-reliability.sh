@@ -3,9 +3,9 @@
 # nothing: it runs what scripts/build-reliability.sh gathered in target/reliability/ (carry that
 # path). Every step is its own process under `timeout`; a failure is recorded and the run goes
 # on. The whole run keeps within a time budget (default 300 s; the last process may overrun it by
-# its 10 s kill grace): the steps before the sanitizers leave them at least 120 s, and whatever
-# would start after the budget is reported as skipped. Full logs go to $OUT (five files); a table
-# comes last.
+# its 10 s kill grace): the steps before the sanitizers leave them at least 120 s (nothing when
+# TOOLS is empty), and whatever would start after the budget is reported as skipped. Full logs go
+# to $OUT (five files); a table comes last.
 #
 #   scripts/device-reliability.sh [BUDGET_SECONDS]
 #
@@ -34,13 +34,16 @@ ROWS=$WORK/rows
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 # row CHECK RESULT DETAIL — one line of the table.
 row() { printf '%-30s %-5s %s\n' "$1" "$2" "$3" >>"$ROWS"; }
+# What the steps before the sanitizers leave them of the budget.
+SAN_RESERVE=120
+[ -z "$TOOLS" ] && SAN_RESERVE=0
 # step LOG SECONDS CMD... — run CMD under a timeout of at most SECONDS that leaves the
-# sanitizers 120 s of the budget, append its output to LOG; sets RC and TAIL (its output alone).
-# RC is 200 for a step skipped because the budget is spent.
+# sanitizers SAN_RESERVE s of the budget, append its output to LOG; sets RC and TAIL (its output
+# alone). RC is 200 for a step skipped because the budget is spent.
 step() {
     local log=$1 limit=$2
     shift 2
-    local room=$(($(left) - 120))
+    local room=$(($(left) - SAN_RESERVE))
     ((limit > room)) && limit=$room
     : >"$WORK/step.out"
     TAIL=$WORK/step.out
