@@ -80,8 +80,9 @@ fn hopper_chained_calls_see_their_predecessors_output() {
     let seed = seed();
     let (n, k) = (4096, 4096);
     let mut failures = Vec::new();
-    // M = 4096 takes the wide tile with stream-K splits, M = 128 the slim tile.
-    for m in [4096, 128] {
+    // M = 4096 takes the wide tile with stream-K splits, M = 512 the square tile, M = 128 the
+    // slim tile.
+    for m in [4096, 512, 128] {
         let kernel = gemm.choose(&GemmOp::new(m, n, k)).unwrap();
         assert!(kernel.dependent_launch, "{} is not launched as a dependent launch", kernel.name);
         let w = testing::random(&gemm, &stream, n * k, seed ^ 1, 1.0 / (k as f32).sqrt()).unwrap();

@@ -66,8 +66,9 @@ pub struct StreamK {
 /// Fewest K blocks a worker's share may have: below it the fix-up outweighs the balance.
 const MIN_SHARE: u32 = 8;
 /// What one fix-up (a partial tile written, then read back and added) costs, in K blocks of
-/// MMAs: one 128×256 f32 partial is 128 KiB each way. A guess, to be refined by measurement.
-const FIXUP_KB: u32 = 2;
+/// MMAs: one 128×256 f32 partial is 128 KiB each way. Measured on the H200 (seventh session):
+/// units split in two cost 3–6 K blocks more than the tiles that split nothing.
+const FIXUP_KB: u32 = 4;
 
 impl StreamK {
     /// The schedule: stream-K over the last `workers` units plus the incomplete wave, or over
@@ -80,11 +81,13 @@ impl StreamK {
         }
         let waves = units / workers;
         let dp_units = if waves == 0 { 0 } else { (waves - 1) * workers };
-        if waves > 0 && (units - dp_units) as u64 * 8 > units as u64 {
+        if waves > 0 && (units - dp_units) as u64 * 8 > units as u64 && !whole.idles_an_eighth() {
             // Split units run out of step in K, so tiles running together stop sharing their
             // operands in L2: with more than an eighth of the work split, that cost more than
             // the balance won on the H200 (1024×8192×8192, 4096³ and 6144³ measured 1–4%
-            // slower, 8192³ and larger 2–3% faster).
+            // slower, 8192³ and larger 2–3% faster). Those whole schedules leave 3% of their
+            // slots idle; where whole units would leave more than an eighth idle (3000³: 144
+            // units on 66 pairs, 27%), the balance wins by far more than L2 can cost.
             return whole;
         }
         let split = (units - dp_units) as u64 * num_kb as u64;
@@ -113,6 +116,13 @@ impl StreamK {
     /// Every unit whole, one wave after another.
     pub const fn whole(units: u32, num_kb: u32, workers: u32) -> StreamK {
         StreamK { units, num_kb, workers, dp_units: units, share: 0 }
+    }
+
+    /// Whether whole units, one wave after another, leave more than an eighth of the waves'
+    /// worker slots idle.
+    const fn idles_an_eighth(&self) -> bool {
+        let slots = self.units.div_ceil(self.workers) as u64 * self.workers as u64;
+        (slots - self.units as u64) * 8 > slots
     }
 
     /// Whether some unit is split between workers (the kernel then needs a workspace).
@@ -317,6 +327,10 @@ mod tests {
         assert!(!check_stream_k(67, 4, 66).splits());
         assert!(!check_stream_k(128, 128, 66).splits(), "between one and two waves");
         assert!(!check_stream_k(256, 64, 66).splits(), "4096³: half the work would be split");
+        // Unless whole units would leave many workers idle: 3000³ is 144 units, 2.2 waves.
+        let sk = check_stream_k(144, 47, 66);
+        assert_eq!((sk.dp_units, sk.share), (66, 56), "one wave whole, then 78 units × 47 blocks over 66");
+        assert!(check_stream_k(80, 64, 66).splits(), "1.2 waves");
         assert!(!check_stream_k(1000, 1000, 1).splits());
         // Fewer units than workers and a deep K: split-K in effect.
         let sk = check_stream_k(6, 128, 66);

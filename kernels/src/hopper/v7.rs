@@ -3,15 +3,18 @@
 //!
 //! The measured v6 design (persistent 2-CTA clusters, a producer warpgroup and two consumer
 //! warpgroups with `setmaxnreg`, 4 stages, a TMA-store epilogue) is kept and generalised:
-//! - **Tile shapes** ([`Tile`]): [`Wide`] is v6's 128×256 tile in clusters of two; [`Slim`] is
-//!   64×128 with a single consumer warpgroup, in clusters of two that share B, and 8 stages, for
-//!   outputs too small to give every SM a wide tile (M = 128, N = 8192 makes 32 wide tiles for
-//!   132 SMs, but 128 slim ones). Its m64n128 MMAs read 25% fewer shared-memory bytes per FLOP
-//!   than the two m64n64 of a 128×64 tile, which measured 7% faster at M = 128. The host picks
-//!   by the number of waves each shape needs.
+//! - **Tile shapes** ([`Tile`]): [`Wide`] is v6's 128×256 tile in clusters of two. For outputs
+//!   too small to give every SM a wide tile, [`Square`] is 128×128 (two consumers, 6 stages):
+//!   512×4096×4096 makes 64 wide tiles for 132 SMs but 128 square ones, 0.97× cuBLAS against
+//!   0.88× for wide tiles split in K. [`Slim`] is 64×128 with a single consumer warpgroup and
+//!   8 stages, for M = 128 or 256 (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones);
+//!   its m64n128 MMAs read 25% fewer shared-memory bytes per FLOP than the two m64n64 of a
+//!   128×64 tile, which measured 7% faster at M = 128. All three pair CTAs along M to share B.
+//!   The host picks by the number of waves each shape needs.
 //! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
 //!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
-//!   is at most an eighth of the work (or there are fewer tiles than pairs and K is deep), the
+//!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
+//!   waves' pairs idle (3000³: 2.2 waves), or there are fewer tiles than pairs and K is deep, the
 //!   last waves' K blocks are dealt out evenly instead: a tile may be begun by one pair and
 //!   finished by the next, which adds the f32 partial sum the first left in a workspace.
 //! - **Storage order**: an M-major A (column-major) or N-major B (C = A·B with B row-major) is
@@ -77,8 +80,12 @@ pub trait Tile {
 
 /// 128×256, clusters of two: v6's tile.
 pub struct Wide;
+/// 128×128 with two consumers, clusters of two (256×128 per cluster), 6 stages: for outputs with
+/// fewer wide tiles than SMs but at least as many square ones (512×4096: 64 wide tiles, 128
+/// square ones, for 132 SMs).
+pub struct Square;
 /// 64×128 with one consumer, clusters of two (128×128 per cluster), 8 stages: for outputs with
-/// fewer wide tiles than SMs.
+/// fewer square tiles than SMs.
 pub struct Slim;
 
 impl Tile for Wide {
@@ -92,6 +99,20 @@ impl Tile for Wide {
     #[inline(always)]
     fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc, scale_d: u32) {
         crate::ptx::wgmma::mma_async_m64n256k16::<TA, TB>(acc, a, b, scale_d);
+    }
+}
+
+impl Tile for Square {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 128;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 64];
+    #[cfg(hopper)]
+    #[inline(always)]
+    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc, scale_d: u32) {
+        crate::ptx::wgmma::mma_async_m64n128k16::<TA, TB>(acc, a, b, scale_d);
     }
 }
 
@@ -168,6 +189,10 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Wide>("hopper_v7_wide_kmn", false, true),
     spec::<Wide>("hopper_v7_wide_mnk", true, false),
     spec::<Wide>("hopper_v7_wide_mnmn", true, true),
+    spec::<Square>("hopper_v7_square_kk", false, false),
+    spec::<Square>("hopper_v7_square_kmn", false, true),
+    spec::<Square>("hopper_v7_square_mnk", true, false),
+    spec::<Square>("hopper_v7_square_mnmn", true, true),
     spec::<Slim>("hopper_v7_slim_kk", false, false),
     spec::<Slim>("hopper_v7_slim_kmn", false, true),
     spec::<Slim>("hopper_v7_slim_mnk", true, false),
@@ -200,6 +225,10 @@ entries! {
     hopper_v7_wide_kmn: Wide, false, true;
     hopper_v7_wide_mnk: Wide, true, false;
     hopper_v7_wide_mnmn: Wide, true, true;
+    hopper_v7_square_kk: Square, false, false;
+    hopper_v7_square_kmn: Square, false, true;
+    hopper_v7_square_mnk: Square, true, false;
+    hopper_v7_square_mnmn: Square, true, true;
     hopper_v7_slim_kk: Slim, false, false;
     hopper_v7_slim_kmn: Slim, false, true;
     hopper_v7_slim_mnk: Slim, true, false;
