@@ -493,4 +493,33 @@ mod tests {
         assert_eq!(pick(128, 16384, 8192), slim);
         assert_eq!(pick(64, 64, 64), slim);
     }
+
+    #[test]
+    fn the_issue_sweep_keeps_its_measured_plans() {
+        // The kernel and the stream-K split of each shape of the Hopper performance target, as
+        // measured in the README's sweep: a change to the chooser or the schedule that moves one
+        // of them has to be measured again.
+        let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+        let wide = [
+            ((8192, 8192, 8192), true),
+            ((4096, 4096, 4096), false),
+            ((2048, 2048, 2048), false),
+            ((16384, 16384, 16384), true),
+            ((8192, 28672, 8192), true),
+            ((8192, 8192, 28672), true),
+            ((4096, 14336, 4096), true),
+            ((8192, 1024, 8192), false),
+            ((8000, 8000, 8000), true),
+            ((6144, 6144, 6144), false),
+            ((1024, 8192, 8192), false),
+        ];
+        for ((m, n, k), splits) in wide.into_iter().chain([((128, 8192, 8192), false)]) {
+            let op = GemmOp::new(m, n, k);
+            let s = choose(kernels.iter().copied(), &op, 132).unwrap();
+            let expected = if m == 128 { (64, 128) } else { (128, 256) };
+            assert_eq!((s.tile_m, s.tile_n), expected, "{m}x{n}x{k}");
+            let sk = s.schedule(&op.shape_args(), 132 / s.cluster).unwrap();
+            assert_eq!(sk.splits(), splits, "{m}x{n}x{k}: {sk:?}");
+        }
+    }
 }
