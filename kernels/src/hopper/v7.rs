@@ -81,11 +81,10 @@ pub trait Tile {
 /// 128×256, clusters of two: v6's tile.
 pub struct Wide;
 /// 128×128 with two consumers, clusters of two (256×128 per cluster), 6 stages: for outputs with
-/// fewer wide tiles than SMs but at least as many square ones (512×4096: 64 wide tiles, 128
-/// square ones, for 132 SMs).
+/// too few wide tiles to fill the SMs (512×4096: 64 wide tiles, 128 square ones, for 132 SMs).
 pub struct Square;
-/// 64×128 with one consumer, clusters of two (128×128 per cluster), 8 stages: for outputs with
-/// fewer square tiles than SMs.
+/// 64×128 with one consumer, clusters of two (128×128 per cluster), 8 stages: for outputs
+/// smaller still (M = 128 or 256).
 pub struct Slim;
 
 impl Tile for Wide {
