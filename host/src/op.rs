@@ -333,8 +333,11 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
         let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
-            // With stream-K the last wave may be split: count it in K blocks.
-            Some(sk) if sk.num_kb > 0 => sk.path() as f64 / sk.num_kb as f64,
+            // With stream-K the last wave may be split: count it in K blocks, and a split
+            // schedule 6% longer than its path (split units lose their L2 reuse and wait for
+            // fix-ups: on the H200, 128×256 tiles split over 2–3 waves ran 5–8% behind whole
+            // 128×192 ones that the path alone put level, at 3000³, 3072³ and 1536×6144×4096).
+            Some(sk) if sk.num_kb > 0 => sk.path() as f64 / sk.num_kb as f64 * if sk.splits() { SPLIT_PENALTY } else { 1.0 },
             _ => {
                 let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
                 tiles.div_ceil(sms as u64) as f64
@@ -347,10 +350,14 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         .min_by(|x, y| cost(x).total_cmp(&cost(y)))
 }
 
+/// What a split schedule costs beyond its path, as a factor (see `choose`).
+const SPLIT_PENALTY: f64 = 1.06;
+
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     match (s.tile_m, s.tile_n) {
         (_, 256..) => 1.0,
+        (_, 192..) => 0.95,
         (128.., _) => 0.9,
         _ => 0.75,
     }
@@ -475,7 +482,7 @@ mod tests {
             let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
             (s.tile_m, s.tile_n)
         };
-        let (wide, square, slim) = ((128, 256), (128, 128), (64, 128));
+        let (wide, mid, square, slim) = ((128, 256), (128, 192), (128, 128), (64, 128));
         assert_eq!(pick(8192, 8192, 8192), wide);
         assert_eq!(pick(2048, 2048, 2048), wide);
         assert_eq!(pick(512, 8192, 8192), wide);
@@ -484,7 +491,12 @@ mod tests {
         // Split wide tiles against whole smaller ones: each pick below was the fastest of the
         // three measured on the H200 (docs/performance.md, seventh session).
         assert_eq!(pick(2304, 2304, 2304), wide);
-        assert_eq!(pick(3000, 3000, 3000), wide);
+        assert_eq!(pick(2560, 4096, 4096), wide);
+        assert_eq!(pick(5000, 5000, 5000), wide);
+        assert_eq!(pick(768, 4096, 4096), mid);
+        assert_eq!(pick(3000, 3000, 3000), mid);
+        assert_eq!(pick(3072, 3072, 3072), mid);
+        assert_eq!(pick(1536, 6144, 4096), mid);
         assert_eq!(pick(512, 4096, 4096), square);
         assert_eq!(pick(1024, 2048, 4096), square);
         assert_eq!(pick(256, 8192, 8192), square);

@@ -80,6 +80,11 @@ pub trait Tile {
 
 /// 128×256, clusters of two: v6's tile.
 pub struct Wide;
+/// 128×192 with two consumers, clusters of two (256×192 per cluster), 4 stages: for outputs
+/// that 192 columns cover in fewer waves than 256 (768×4096: 1.5 waves of wide tiles or of
+/// square ones, 1.0 of these). K-major B only: each CTA's 96 rows of B are not whole 64-wide
+/// boxes of an N-major B.
+pub struct Mid;
 /// 128×128 with two consumers, clusters of two (256×128 per cluster), 6 stages: for outputs with
 /// too few wide tiles to fill the SMs (512×4096: 64 wide tiles, 128 square ones, for 132 SMs).
 pub struct Square;
@@ -98,6 +103,20 @@ impl Tile for Wide {
     #[inline(always)]
     fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc, scale_d: u32) {
         crate::ptx::wgmma::mma_async_m64n256k16::<TA, TB>(acc, a, b, scale_d);
+    }
+}
+
+impl Tile for Mid {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 192;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    #[cfg(hopper)]
+    type Acc = [f32; 96];
+    #[cfg(hopper)]
+    #[inline(always)]
+    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 96], a: SmemDesc, b: SmemDesc, scale_d: u32) {
+        crate::ptx::wgmma::mma_async_m64n192k16::<TA, TB>(acc, a, b, scale_d);
     }
 }
 
@@ -157,6 +176,9 @@ const fn partial_bytes<T: Tile>() -> u32 {
 }
 
 const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
+    // An N-major B arrives in boxes 64 wide along N, so each CTA's share of B must be whole boxes
+    // (the mid tile's 96 rows are not: it takes a K-major B only).
+    assert!(!b_mn || (T::BN / T::CLUSTER).is_multiple_of(SPAN), "B's share per CTA is not whole 64-wide boxes");
     KernelSpec {
         name,
         family: Family::Hopper,
@@ -188,6 +210,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Wide>("hopper_v7_wide_kmn", false, true),
     spec::<Wide>("hopper_v7_wide_mnk", true, false),
     spec::<Wide>("hopper_v7_wide_mnmn", true, true),
+    spec::<Mid>("hopper_v7_mid_kk", false, false),
+    spec::<Mid>("hopper_v7_mid_mnk", true, false),
     spec::<Square>("hopper_v7_square_kk", false, false),
     spec::<Square>("hopper_v7_square_kmn", false, true),
     spec::<Square>("hopper_v7_square_mnk", true, false),
@@ -224,6 +248,8 @@ entries! {
     hopper_v7_wide_kmn: Wide, false, true;
     hopper_v7_wide_mnk: Wide, true, false;
     hopper_v7_wide_mnmn: Wide, true, true;
+    hopper_v7_mid_kk: Mid, false, false;
+    hopper_v7_mid_mnk: Mid, true, false;
     hopper_v7_square_kk: Square, false, false;
     hopper_v7_square_kmn: Square, false, true;
     hopper_v7_square_mnk: Square, true, false;
