@@ -3,14 +3,16 @@
 //!
 //! The measured v6 design (persistent 2-CTA clusters, a producer warpgroup and two consumer
 //! warpgroups with `setmaxnreg`, 4 stages, a TMA-store epilogue) is kept and generalised:
-//! - **Tile shapes** ([`Tile`]): [`Wide`] is v6's 128×256 tile in clusters of two. For outputs
-//!   too small to give every SM a wide tile, [`Square`] is 128×128 (two consumers, 6 stages):
-//!   512×4096×4096 makes 64 wide tiles for 132 SMs but 128 square ones, 0.97× cuBLAS against
-//!   0.88× for wide tiles split in K. [`Slim`] is 64×128 with a single consumer warpgroup and
-//!   8 stages, for M = 128 or 256 (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones);
-//!   its m64n128 MMAs read 25% fewer shared-memory bytes per FLOP than the two m64n64 of a
-//!   128×64 tile, which measured 7% faster at M = 128. All three pair CTAs along M to share B.
-//!   The host picks by the number of waves each shape needs.
+//! - **Tile shapes** ([`Tile`]): [`Wide`] is v6's 128×256 tile in clusters of two. [`Mid`] is
+//!   128×192 (4 stages), for outputs that 192 columns cover in fewer waves (768×4096×4096: 0.96×
+//!   cuBLAS against 0.84× for wide tiles split in K). For outputs too small to give every SM a
+//!   wide tile, [`Square`] is 128×128 (two consumers, 6 stages): 512×4096×4096 makes 64 wide
+//!   tiles for 132 SMs but 128 square ones, 0.97× cuBLAS against 0.88× for wide tiles split in
+//!   K. [`Slim`] is 64×128 with a single consumer warpgroup and 8 stages, for M = 128 or 256
+//!   (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones); its m64n128 MMAs read 25% fewer
+//!   shared-memory bytes per FLOP than the two m64n64 of a 128×64 tile, which measured 7% faster
+//!   at M = 128. All four pair CTAs along M to share B. The host picks by the number of waves
+//!   each shape needs.
 //! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
 //!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
 //!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
