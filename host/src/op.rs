@@ -335,8 +335,9 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
             // With stream-K the last wave may be split: count it in K blocks, and a split
             // schedule 6% longer than its path (split units lose their L2 reuse and wait for
-            // fix-ups: on the H200, 128×256 tiles split over 2–3 waves ran 5–8% behind whole
-            // 128×192 ones that the path alone put level, at 3000³, 3072³ and 1536×6144×4096).
+            // fix-ups: on the H200, split 128×256 tiles that the path put up to 4% ahead of
+            // whole 128×192 ones ran 2–6% behind them at 3000³, 3072³, 1536×6144×4096 and
+            // 768×8192×8192).
             Some(sk) if sk.num_kb > 0 => sk.path() as f64 / sk.num_kb as f64 * if sk.splits() { SPLIT_PENALTY } else { 1.0 },
             _ => {
                 let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
