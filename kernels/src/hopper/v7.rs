@@ -74,10 +74,9 @@ pub trait Tile {
     /// CTAs per cluster, stacked along M; they split B and multicast it.
     const CLUSTER: u32;
     const STAGES: u32;
+    /// Each consumer's 64 × `BN` accumulator; its `wgmma` is the tile's MMA.
     #[cfg(hopper)]
     type Acc: Fragment;
-    #[cfg(hopper)]
-    fn mma<const TRANS_A: u32, const TRANS_B: u32>(acc: &mut Self::Acc, a: SmemDesc, b: SmemDesc, scale_d: u32);
 }
 
 /// 128×256, clusters of two: v6's tile.
@@ -101,11 +100,6 @@ impl Tile for Wide {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 128];
-    #[cfg(hopper)]
-    #[inline(always)]
-    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc, scale_d: u32) {
-        crate::ptx::wgmma::mma_async_m64n256k16::<TA, TB>(acc, a, b, scale_d);
-    }
 }
 
 impl Tile for Mid {
@@ -115,11 +109,6 @@ impl Tile for Mid {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 96];
-    #[cfg(hopper)]
-    #[inline(always)]
-    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 96], a: SmemDesc, b: SmemDesc, scale_d: u32) {
-        crate::ptx::wgmma::mma_async_m64n192k16::<TA, TB>(acc, a, b, scale_d);
-    }
 }
 
 impl Tile for Square {
@@ -129,11 +118,6 @@ impl Tile for Square {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 64];
-    #[cfg(hopper)]
-    #[inline(always)]
-    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc, scale_d: u32) {
-        crate::ptx::wgmma::mma_async_m64n128k16::<TA, TB>(acc, a, b, scale_d);
-    }
 }
 
 impl Tile for Slim {
@@ -143,11 +127,6 @@ impl Tile for Slim {
     const STAGES: u32 = 8;
     #[cfg(hopper)]
     type Acc = [f32; 64];
-    #[cfg(hopper)]
-    #[inline(always)]
-    fn mma<const TA: u32, const TB: u32>(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc, scale_d: u32) {
-        crate::ptx::wgmma::mma_async_m64n128k16::<TA, TB>(acc, a, b, scale_d);
-    }
 }
 
 const fn major(mn: bool) -> Major {
@@ -430,7 +409,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     } else {
                         SmemDesc::k_major_128b(b_stage).advance(32 * k)
                     };
-                    T::mma::<TRANS_A, TRANS_B>(&mut acc, a, b, (kb != work.kb_begin || k != 0) as u32);
+                    acc.mma_async::<TRANS_A, TRANS_B>(a, b, (kb != work.kb_begin || k != 0) as u32);
                 }
                 wgmma::commit_group();
                 // The previous slice's MMAs have retired: its stage may be refilled.

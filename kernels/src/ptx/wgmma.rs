@@ -45,6 +45,10 @@ pub trait Fragment: Sized {
     /// `ld.global.cg.v2.f32` of what [`Fragment::st_global_pairs`] stored at `at`, added to the
     /// fragment (§9.7.9.8). `.cg` caches in L2 only: another SM wrote the data.
     fn add_ld_global_cg_pairs(&mut self, at: u64);
+
+    /// The `wgmma.mma_async` m64nNk16 whose accumulator this fragment is (the free function of
+    /// that N below): D += A·Bᵀ with both operands in shared memory.
+    fn mma_async<const TRANS_A: u32, const TRANS_B: u32>(&mut self, a: SmemDesc, b: SmemDesc, scale_d: u32);
 }
 
 /// Register pair (`$a`, `$b`) of fragment `$d` to `[$at + 512·$a]` (`Fragment::st_global_pairs`).
@@ -107,6 +111,11 @@ macro_rules! fragment {
             fn add_ld_global_cg_pairs(&mut self, at: u64) {
                 add_ld_global_cg_pair!(self, at, $a0, $b0);
                 $(add_ld_global_cg_pair!(self, at, $a, $b);)*
+            }
+
+            #[inline(always)]
+            fn mma_async<const TRANS_A: u32, const TRANS_B: u32>(&mut self, a: SmemDesc, b: SmemDesc, scale_d: u32) {
+                $mma::<TRANS_A, TRANS_B>(self, a, b, scale_d);
             }
         }
 
