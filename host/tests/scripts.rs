@@ -1,0 +1,19 @@
+//! The device scripts name kernels the crate defines; these tests keep the names in step. Needs
+//! no GPU.
+
+use hgemm_kernels::spec::Family;
+use std::collections::BTreeSet;
+
+/// `scripts/device-reliability.sh` runs the sanitizers over the ladder one version at a time
+/// (`--kernels vN`) and over every other Hopper entry as the group `variants`, a list it spells
+/// out. A kernel missing from that list would get no sanitizer run, and nothing else would say so.
+#[test]
+fn the_reliability_scripts_variants_are_every_hopper_entry_off_the_ladder() {
+    let script = include_str!("../../scripts/device-reliability.sh");
+    let line = script.lines().find_map(|l| l.strip_prefix("VARIANTS=")).expect("no VARIANTS= line in scripts/device-reliability.sh");
+    let listed: BTreeSet<&str> = line.trim().split(',').collect();
+    let ladder: BTreeSet<&str> = hgemm::ladder_of(Family::Hopper).iter().map(|k| k.name).collect();
+    let variants: BTreeSet<&str> = hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper && !ladder.contains(k.name)).map(|k| k.name).collect();
+    assert!(!variants.is_empty());
+    assert_eq!(listed, variants, "VARIANTS in scripts/device-reliability.sh against the crate's Hopper entries off the ladder");
+}
