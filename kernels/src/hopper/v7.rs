@@ -11,8 +11,13 @@
 //!   K. [`Slim`] is 64×128 with a single consumer warpgroup and 8 stages, for M = 128 or 256
 //!   (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones); its m64n128 MMAs read 25% fewer
 //!   shared-memory bytes per FLOP than the two m64n64 of a 128×64 tile, which measured 7% faster
-//!   at M = 128. All four pair CTAs along M to share B. The host picks by the number of waves
-//!   each shape needs.
+//!   at M = 128. These four pair CTAs along M to share B. For M ≤ 64, where half of a slim
+//!   pair would compute rows past M, [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00×
+//!   cuBLAS against 0.86× for slim pairs). The host picks by the number of waves each shape
+//!   needs.
+//! - **A's box fits M**: where M is less than a tile, A is loaded in boxes of M rows (rounded up
+//!   to 8), not in whole tiles that TMA zero-fills past M at the cost of loading them
+//!   ([`crate::spec::KernelSpec::a_box_for`]): 16×14336×4096 0.68× → 0.92× cuBLAS.
 //! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
 //!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
 //!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
@@ -92,6 +97,10 @@ pub struct Square;
 /// 64×128 with one consumer, clusters of two (128×128 per cluster), 8 stages: for outputs
 /// smaller still (M = 128 or 256).
 pub struct Slim;
+/// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
+/// C and the call is bound by reading B. N = 4096 makes 64 of these for 132 SMs against 32
+/// pairs of slim tiles, whose second CTA would only compute rows past M.
+pub struct Thin;
 
 impl Tile for Wide {
     const CONSUMERS: u32 = 2;
@@ -127,6 +136,15 @@ impl Tile for Slim {
     const STAGES: u32 = 8;
     #[cfg(hopper)]
     type Acc = [f32; 64];
+}
+
+impl Tile for Thin {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 64;
+    const CLUSTER: u32 = 1;
+    const STAGES: u32 = 12;
+    #[cfg(hopper)]
+    type Acc = [f32; 32];
 }
 
 const fn major(mn: bool) -> Major {
@@ -178,6 +196,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         a_major: major(a_mn),
         b_major: major(b_mn),
         general: true,
+        a_box_fits_m: true,
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
         dependent_launch: true,
     }
@@ -201,6 +220,10 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Slim>("hopper_v7_slim_kmn", false, true),
     spec::<Slim>("hopper_v7_slim_mnk", true, false),
     spec::<Slim>("hopper_v7_slim_mnmn", true, true),
+    spec::<Thin>("hopper_v7_thin_kk", false, false),
+    spec::<Thin>("hopper_v7_thin_kmn", false, true),
+    spec::<Thin>("hopper_v7_thin_mnk", true, false),
+    spec::<Thin>("hopper_v7_thin_mnmn", true, true),
 ];
 
 /// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
@@ -239,6 +262,10 @@ entries! {
     hopper_v7_slim_kmn: Slim, false, true;
     hopper_v7_slim_mnk: Slim, true, false;
     hopper_v7_slim_mnmn: Slim, true, true;
+    hopper_v7_thin_kk: Thin, false, false;
+    hopper_v7_thin_kmn: Thin, false, true;
+    hopper_v7_thin_mnk: Thin, true, false;
+    hopper_v7_thin_mnmn: Thin, true, true;
 }
 
 #[cfg(hopper)]
@@ -284,8 +311,10 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    // Each stage receives this CTA's A and every CTA's share of B.
-    let stage_bytes = T::BM * BK * 2 + T::BN * BK * 2;
+    // Each stage receives this CTA's A (only the rows M reaches, where M is less than a tile:
+    // `KernelSpec::a_box_for`) and every CTA's share of B.
+    let a_bytes = if a_mn { T::BM * BK * 2 } else { spec::<T>("", a_mn, b_mn).a_box_for(args.m).bytes() };
+    let stage_bytes = a_bytes + T::BN * BK * 2;
     let b_share = T::BN / T::CLUSTER;
     let tma_columns = tma_store_columns(args.n);
 
