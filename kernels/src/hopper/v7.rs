@@ -55,9 +55,9 @@
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, paired with cuBLAS in one run): 671 TFLOP/s,
-//! 1.016× cuBLAS (v6: 1.009×); the same kernel as `auto` in the same process read 1.024× and
-//! 1.014×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Measured on an H200 at 8192³ (2026-11-30, eighth session, paired with cuBLAS in one run):
+//! 674 TFLOP/s, 1.014× cuBLAS (v6: 1.006×); the same kernel as `auto` in the same process read
+//! 1.027× and 1.015×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
