@@ -295,7 +295,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
             Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, spec.a_box)?,
         };
         let map_b = match op.b_layout {
-            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, spec.b_box)?,
+            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, spec.b_box_for(op.n as u32))?,
             Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, spec.b_box)?,
         };
         (map_a, map_b)
@@ -348,10 +348,11 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     };
     kernels
         .filter(|s| s.general && s.a_major == op.a_major() && s.b_major == op.b_major())
-        // A tile without a cluster reads its own B: where M takes more than one row of them,
-        // pairs sharing B win even with half their rows idle (96×8192×8192 on the H200: 0.64×
-        // cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
-        .filter(|s| s.cluster > 1 || op.m as u32 <= s.tile_m)
+        // A tile without a cluster reads its own B: where M takes more than one row of them
+        // and N more than one column, pairs sharing B win even with half their rows idle
+        // (96×8192×8192 on the H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
+        // With one column, B is a few rows that every tile reads from L2.
+        .filter(|s| s.cluster > 1 || op.m as u32 <= s.tile_m || op.n as u32 <= s.tile_n)
         .min_by(|x, y| cost(x).total_cmp(&cost(y)))
 }
 
@@ -515,7 +516,10 @@ mod tests {
         assert_eq!(pick(16, 14336, 4096), thin);
         assert_eq!(pick(64, 8192, 8192), thin);
         assert_eq!(pick(64, 1024, 8192), thin);
-        // Past one row of thin tiles, slim pairs (96×8192×8192: 0.93× against 0.64×).
+        // N ≤ 64: one column of thin tiles.
+        assert_eq!(pick(4096, 16, 4096), thin);
+        assert_eq!(pick(16384, 64, 4096), thin);
+        // Past one row or column of thin tiles, slim pairs (96×8192×8192: 0.93× against 0.64×).
         assert_eq!(pick(65, 4096, 4096), slim);
         assert_eq!(pick(96, 8192, 8192), slim);
         assert_eq!(pick(100, 4096, 4096), slim);

@@ -131,9 +131,9 @@ pub struct KernelSpec {
     /// Takes the general call: rank-3 tensor maps with the batch as the outer dimension, and
     /// `alpha`, `beta` applied in the epilogue. The ladder's v0–v6 take C = A·Bᵀ only.
     pub general: bool,
-    /// Loads a K-major A in boxes no taller than M where M is less than a tile (see
-    /// [`KernelSpec::a_box_for`]), and expects that many bytes.
-    pub a_box_fits_m: bool,
+    /// Loads a K-major A or B in boxes of no more rows than M or N where those are less than a
+    /// tile (see [`KernelSpec::a_box_for`]), and expects that many bytes.
+    pub boxes_fit_output: bool,
     /// For kernels that may split a tile's K blocks across workers ([`crate::sched::StreamK`]):
     /// their K-block depth and partial-tile size. `None`: every tile is computed whole.
     pub stream_k: Option<StreamKSpec>,
@@ -160,17 +160,27 @@ impl KernelSpec {
     }
 
     /// The box A is loaded in for an `m`-row problem: `a_box`, or, for a kernel with
-    /// `a_box_fits_m` and a K-major A, only `m` rows rounded up to 8 where that is fewer. TMA
+    /// `boxes_fit_output` and a K-major A, only `m` rows rounded up to 8 where that is fewer. TMA
     /// fills the rows of a box that lie past the tensor's end with zeros, and on the H200 that
     /// costs about what loading them does: 16×14336×4096 (48 of every 64 rows of A past M) ran
     /// 34% longer than 64×14336×4096 with the same tiles. The tile's rows past the box then hold
     /// whatever shared memory held; they feed only rows of C past M, which are never stored.
     pub const fn a_box_for(&self, m: u32) -> TmaBox {
-        let rows = m.next_multiple_of(8);
-        if self.a_box_fits_m && matches!(self.a_major, Major::K) && rows < self.a_box.outer {
-            TmaBox { outer: rows, ..self.a_box }
+        self.fit(self.a_box, self.a_major, m)
+    }
+
+    /// The box B is loaded in for an `n`-column problem, as [`a_box_for`](Self::a_box_for) for A:
+    /// a cluster's CTAs each load such a box of their share of B's rows.
+    pub const fn b_box_for(&self, n: u32) -> TmaBox {
+        self.fit(self.b_box, self.b_major, n)
+    }
+
+    const fn fit(&self, b: TmaBox, major: Major, rows: u32) -> TmaBox {
+        let rows = rows.next_multiple_of(8);
+        if self.boxes_fit_output && matches!(major, Major::K) && rows < b.outer {
+            TmaBox { outer: rows, ..b }
         } else {
-            self.a_box
+            b
         }
     }
 
@@ -249,19 +259,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_box_fits_m_only_where_the_kernel_expects_it() {
+    fn boxes_fit_the_output_only_where_the_kernel_expects_it() {
         let v7 = crate::hopper::v7::SPEC;
         let rows = |s: &KernelSpec, m| s.a_box_for(m).outer;
         assert_eq!((rows(&v7, 1), rows(&v7, 16), rows(&v7, 100), rows(&v7, 128), rows(&v7, 5000)), (8, 16, 104, 128, 128));
         assert_eq!(v7.a_box_for(16).bytes(), 16 * 64 * 2);
         assert_eq!((v7.a_box_for(16).inner, v7.a_box_for(16).swizzle), (v7.a_box.inner, v7.a_box.swizzle));
-        // An M-major A's box is 64 elements of M wide: it keeps its shape.
-        let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN).unwrap();
-        assert_eq!(mn.a_box_for(16), mn.a_box);
+        // B's box is a CTA's share of the pair's 256 rows: 128.
+        let cols = |s: &KernelSpec, n| s.b_box_for(n).outer;
+        assert_eq!((cols(&v7, 8), cols(&v7, 60), cols(&v7, 128), cols(&v7, 200)), (8, 64, 128, 128));
+        // An M- or N-major operand's box is 64 elements of M or N wide: it keeps its shape.
+        let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN && s.b_major == Major::MN).unwrap();
+        assert_eq!((mn.a_box_for(16), mn.b_box_for(16)), (mn.a_box, mn.b_box));
         // Kernels that expect whole boxes get them.
         let v6 = crate::hopper::v6::SPEC;
-        assert!(!v6.a_box_fits_m);
-        assert_eq!(v6.a_box_for(16), v6.a_box);
+        assert!(!v6.boxes_fit_output);
+        assert_eq!((v6.a_box_for(16), v6.b_box_for(16)), (v6.a_box, v6.b_box));
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_major: Major::K,
     b_major: Major::K,
     general: false,
-    a_box_fits_m: false,
+    boxes_fit_output: false,
     stream_k: None,
     dependent_launch: false,
 };

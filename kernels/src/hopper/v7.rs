@@ -15,9 +15,10 @@
 //!   pair would compute rows past M, [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00×
 //!   cuBLAS against 0.86× for slim pairs). The host picks by the number of waves each shape
 //!   needs.
-//! - **A's box fits M**: where M is less than a tile, A is loaded in boxes of M rows (rounded up
-//!   to 8), not in whole tiles that TMA zero-fills past M at the cost of loading them
-//!   ([`crate::spec::KernelSpec::a_box_for`]): 16×14336×4096 0.68× → 0.92× cuBLAS.
+//! - **Boxes fit the output**: where M (N) is less than a tile, A (each CTA's share of B) is
+//!   loaded in boxes of M (N) rows rounded up to 8, not in whole tiles that TMA zero-fills past
+//!   the end at the cost of loading them ([`crate::spec::KernelSpec::a_box_for`]):
+//!   16×14336×4096 0.68× → 0.92× cuBLAS.
 //! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
 //!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
 //!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
@@ -196,7 +197,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         a_major: major(a_mn),
         b_major: major(b_mn),
         general: true,
-        a_box_fits_m: true,
+        boxes_fit_output: true,
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
         dependent_launch: true,
     }
@@ -311,10 +312,12 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    // Each stage receives this CTA's A (only the rows M reaches, where M is less than a tile:
-    // `KernelSpec::a_box_for`) and every CTA's share of B.
-    let a_bytes = if a_mn { T::BM * BK * 2 } else { spec::<T>("", a_mn, b_mn).a_box_for(args.m).bytes() };
-    let stage_bytes = a_bytes + T::BN * BK * 2;
+    // Each stage receives this CTA's A and every CTA's share of B, K-major ones only as many
+    // rows as M or N reach where those are less than a tile (`KernelSpec::a_box_for`).
+    let this = spec::<T>("", a_mn, b_mn);
+    let a_bytes = if a_mn { T::BM * BK * 2 } else { this.a_box_for(args.m).bytes() };
+    let b_bytes = if b_mn { T::BN * BK * 2 } else { T::CLUSTER * this.b_box_for(args.n).bytes() };
+    let stage_bytes = a_bytes + b_bytes;
     let b_share = T::BN / T::CLUSTER;
     let tma_columns = tma_store_columns(args.n);
 
