@@ -12,9 +12,9 @@
 //!   (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones); its m64n128 MMAs read 25% fewer
 //!   shared-memory bytes per FLOP than the two m64n64 of a 128×64 tile, which measured 7% faster
 //!   at M = 128. These four pair CTAs along M to share B. For M ≤ 64, where half of a slim
-//!   pair would compute rows past M, [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00×
-//!   cuBLAS against 0.86× for slim pairs). The host picks by the number of waves each shape
-//!   needs.
+//!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
+//!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks by the number of
+//!   waves each shape needs.
 //! - **Boxes fit the output**: where M (N) is less than a tile, A (each CTA's share of B) is
 //!   loaded in boxes of M (N) rows rounded up to 8, not in whole tiles that TMA zero-fills past
 //!   the end at the cost of loading them ([`crate::spec::KernelSpec::a_box_for`]):
@@ -99,8 +99,9 @@ pub struct Square;
 /// smaller still (M = 128 or 256).
 pub struct Slim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
-/// C and the call is bound by reading B. N = 4096 makes 64 of these for 132 SMs against 32
-/// pairs of slim tiles, whose second CTA would only compute rows past M.
+/// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
+/// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
+/// one column covers C and each tile reads its own rows of A.
 pub struct Thin;
 
 impl Tile for Wide {
