@@ -186,6 +186,17 @@ mod tests {
     }
 
     #[test]
+    fn thin_tiles_launch_one_cta_per_sm_without_clusters() {
+        let thin = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_thin_kk").unwrap();
+        // 16×4096: 64 tiles of 64 K blocks on 132 SMs, split by K.
+        let small_m = GemmArgs::new(16, 4096, 4096, 0);
+        let s = LaunchShape::new(thin, &small_m, 132, true);
+        assert_eq!((s.grid, s.cluster, s.block, s.split), (132, 1, 256, true));
+        // Forbidden to split: one CTA per tile.
+        assert_eq!(LaunchShape::new(thin, &small_m, 132, false).grid, 64);
+    }
+
+    #[test]
     fn every_spec_fits_the_launch_limits() {
         for spec in hgemm_kernels::kernels() {
             assert!(spec.threads % 128 == 0 && spec.threads <= 1024, "{}", spec.name);

@@ -474,6 +474,27 @@ mod tests {
     }
 
     #[test]
+    fn plans_fit_k_major_boxes_to_a_narrow_output() {
+        // The tensor maps' boxes are the ones the kernel counts its bytes by (`a_box_for`,
+        // `b_box_for`): a mismatch would leave a stage's barrier waiting for bytes that never come.
+        let v7 = &hopper::v7::SPEC;
+        let boxes = |spec: &KernelSpec, op: &GemmOp| {
+            let p = plan(spec, op, 0x3000, 0x3000, 0x3000).unwrap();
+            (p.maps[0].box_dims[1], p.maps[1].box_dims[1])
+        };
+        assert_eq!(boxes(v7, &GemmOp::new(16, 4096, 64)), (16, 128));
+        assert_eq!(boxes(v7, &GemmOp::new(4096, 10, 64).c(Layout::RowMajor, 16)), (128, 16));
+        assert_eq!(boxes(v7, &GemmOp::new(4096, 4096, 64)), (128, 128));
+        // M-major A and N-major B keep their boxes, 64 elements of M or N wide.
+        let mn = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_wide_mnmn").unwrap();
+        let op = GemmOp::new(16, 16, 64).a(Layout::ColMajor, 16).b(Layout::RowMajor, 16);
+        let p = plan(mn, &op, 0x3000, 0x3000, 0x3000).unwrap();
+        assert_eq!((&p.maps[0].box_dims[..2], &p.maps[1].box_dims[..2]), (&[64, 64][..], &[64, 64][..]));
+        // The ladder's kernels count whole boxes.
+        assert_eq!(boxes(&hopper::v6::SPEC, &GemmOp::new(16, 4096, 64)), (128, 128));
+    }
+
+    #[test]
     fn k_zero_plans_without_reading_a_or_b() {
         let op = GemmOp::new(64, 64, 0).beta(0.5);
         let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3000).unwrap();

@@ -175,12 +175,12 @@ impl KernelSpec {
         self.fit(self.b_box, self.b_major, n)
     }
 
-    const fn fit(&self, b: TmaBox, major: Major, rows: u32) -> TmaBox {
+    const fn fit(&self, whole: TmaBox, major: Major, rows: u32) -> TmaBox {
         let rows = rows.next_multiple_of(8);
-        if self.boxes_fit_output && matches!(major, Major::K) && rows < b.outer {
-            TmaBox { outer: rows, ..b }
+        if self.boxes_fit_output && matches!(major, Major::K) && rows < whole.outer {
+            TmaBox { outer: rows, ..whole }
         } else {
-            b
+            whole
         }
     }
 
