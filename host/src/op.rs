@@ -292,11 +292,11 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     } else {
         let map_a = match op.a_layout {
             Layout::RowMajor => TensorMapParams::matrix("A", a, m, k, op.lda as u64, batch, op.stride_a as u64, spec.a_box_for(op.m as u32))?,
-            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, spec.a_box)?,
+            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, spec.a_box_for(op.m as u32))?,
         };
         let map_b = match op.b_layout {
             Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, spec.b_box_for(op.n as u32))?,
-            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, spec.b_box)?,
+            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, spec.b_box_for(op.n as u32))?,
         };
         (map_a, map_b)
     };
