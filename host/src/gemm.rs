@@ -30,8 +30,8 @@ pub enum Prepared {
         func: sys::CUfunction,
         /// Grid, block, cluster, shared memory.
         shape: LaunchShape,
-        /// Encoded tensor maps of A, B and C.
-        maps: Box<[sys::CUtensorMap; 3]>,
+        /// Encoded tensor maps of A, B and C (and A's and B's edge maps, for kernels with them).
+        maps: Box<[sys::CUtensorMap]>,
         /// Its scalar arguments.
         args: hgemm_kernels::args::GemmArgs,
     },
@@ -330,7 +330,7 @@ impl Gemm {
             kernel: spec,
             func: loaded.func.cu_function(),
             shape: op::shape(spec, &rop, loaded.max_clusters),
-            maps: Box::new([plan.maps[0].encode()?, plan.maps[1].encode()?, plan.maps[2].encode()?]),
+            maps: plan.maps.iter().map(|m| m.encode()).collect::<Result<_>>()?,
             args: plan.args,
         })
     }

@@ -69,7 +69,8 @@ pub fn persistent_clusters(spec: &KernelSpec, max_clusters: u32) -> u32 {
     }
 }
 
-/// Launch a GEMM entry with its three tensor maps and arguments on `stream` (what
+/// Launch a GEMM entry with its tensor maps (A, B, C, then A's and B's edge maps for kernels with
+/// [`KernelSpec::edge_maps`]) and arguments on `stream` (what
 /// [`Gemm::launch_prepared`](crate::Gemm::launch_prepared) does).
 ///
 /// # Safety
@@ -78,16 +79,17 @@ pub unsafe fn launch_gemm(
     func: sys::CUfunction,
     shape: &LaunchShape,
     stream: sys::CUstream,
-    maps: &[sys::CUtensorMap; 3],
+    maps: &[sys::CUtensorMap],
     args: &GemmArgs,
 ) -> Result<()> {
-    let mut params: [*mut c_void; 4] = [
-        &maps[0] as *const _ as *mut c_void,
-        &maps[1] as *const _ as *mut c_void,
-        &maps[2] as *const _ as *mut c_void,
-        args as *const GemmArgs as *mut c_void,
-    ];
-    unsafe { launch_raw(func, shape, stream, &mut params) }
+    // The entry's parameters in order: its maps, then the arguments (no allocation per launch).
+    let mut params = [std::ptr::null_mut::<c_void>(); 6];
+    assert!(maps.len() < params.len(), "a GEMM entry takes at most five tensor maps");
+    for (p, m) in params.iter_mut().zip(maps) {
+        *p = m as *const _ as *mut c_void;
+    }
+    params[maps.len()] = args as *const GemmArgs as *mut c_void;
+    unsafe { launch_raw(func, shape, stream, &mut params[..=maps.len()]) }
 }
 
 /// # Safety

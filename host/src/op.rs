@@ -256,8 +256,9 @@ impl GemmOp {
 /// What a kernel needs for one launch, computed from a row-major-C [`GemmOp`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
-    /// Tensor maps of A, B and C.
-    pub maps: [TensorMapParams; 3],
+    /// Tensor maps of A, B and C, then, for kernels with edge maps, of A and B with the boxes
+    /// their last tile row and column load ([`KernelSpec::a_edge_box`]).
+    pub maps: Vec<TensorMapParams>,
     /// The kernel's scalar arguments.
     pub args: GemmArgs,
 }
@@ -284,21 +285,22 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { p };
     let batch = op.batch as u64;
     let (m, n, k) = (op.m as u64, op.n as u64, op.k as u64);
-    let (map_a, map_b) = if op.k == 0 {
+    let (a_edge, b_edge) = (spec.a_edge_box(op.m as u32), spec.b_edge_box(op.n as u32));
+    let [map_a, map_b, map_a_edge, map_b_edge] = if op.k == 0 {
         // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them
         // at C's first row).
         let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
-        (unread("A", a, spec.a_box)?, unread("B", b, spec.b_box)?)
+        [unread("A", a, spec.a_box)?, unread("B", b, spec.b_box)?, unread("A", a, a_edge)?, unread("B", b, b_edge)?]
     } else {
-        let map_a = match op.a_layout {
-            Layout::RowMajor => TensorMapParams::matrix("A", a, m, k, op.lda as u64, batch, op.stride_a as u64, spec.a_box_for(op.m as u32))?,
-            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, spec.a_box_for(op.m as u32))?,
+        let map_a = |tile| match op.a_layout {
+            Layout::RowMajor => TensorMapParams::matrix("A", a, m, k, op.lda as u64, batch, op.stride_a as u64, tile),
+            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, tile),
         };
-        let map_b = match op.b_layout {
-            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, spec.b_box_for(op.n as u32))?,
-            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, spec.b_box_for(op.n as u32))?,
+        let map_b = |tile| match op.b_layout {
+            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, tile),
+            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, tile),
         };
-        (map_a, map_b)
+        [map_a(spec.a_box)?, map_b(spec.b_box)?, map_a(a_edge)?, map_b(b_edge)?]
     };
     // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
@@ -321,7 +323,11 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     };
     // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
     let args = GemmArgs { c, ldc: op.ldc as u64, stride_c: op.stride_c as u64, alpha: op.alpha, beta: op.beta, ..op.shape_args() };
-    Ok(Plan { maps: [rank3(map_a), rank3(map_b), rank3(map_c)], args })
+    let mut maps = vec![map_a, map_b, map_c];
+    if spec.edge_maps {
+        maps.extend([map_a_edge, map_b_edge]);
+    }
+    Ok(Plan { maps: maps.into_iter().map(rank3).collect(), args })
 }
 
 /// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
@@ -474,24 +480,32 @@ mod tests {
     }
 
     #[test]
-    fn plans_fit_k_major_boxes_to_a_narrow_output() {
-        // The tensor maps' boxes are the ones the kernel counts its bytes by (`a_box_for`,
-        // `b_box_for`): a mismatch would leave a stage's barrier waiting for bytes that never come.
+    fn plans_add_edge_maps_whose_boxes_end_at_the_output() {
+        // The edge maps' boxes are the ones the kernel counts its bytes by (`a_bytes`,
+        // `b_share_bytes`): a mismatch would leave a stage's barrier waiting for bytes that never come.
         let v7 = &hopper::v7::SPEC;
-        let boxes = |spec: &KernelSpec, op: &GemmOp| {
+        let rows = |spec: &KernelSpec, op: &GemmOp| {
             let p = plan(spec, op, 0x3000, 0x3000, 0x3000).unwrap();
-            (p.maps[0].box_dims[1], p.maps[1].box_dims[1])
+            p.maps.iter().map(|m| m.box_dims[1]).collect::<Vec<_>>()
         };
-        assert_eq!(boxes(v7, &GemmOp::new(16, 4096, 64)), (16, 128));
-        assert_eq!(boxes(v7, &GemmOp::new(4096, 10, 64).c(Layout::RowMajor, 16)), (128, 16));
-        assert_eq!(boxes(v7, &GemmOp::new(4096, 4096, 64)), (128, 128));
-        // M-major A and N-major B keep their boxes, 64 elements of M or N wide.
+        // A, B, C, A's edge, B's edge: 160 rows end 32 into the second tile row, 16 columns 16
+        // into the first share of B; whole boxes where M or N fill their tiles.
+        assert_eq!(rows(v7, &GemmOp::new(160, 4096, 64)), [128, 128, 64, 32, 128]);
+        assert_eq!(rows(v7, &GemmOp::new(4096, 16, 64).c(Layout::RowMajor, 16)), [128, 128, 64, 128, 16]);
+        assert_eq!(rows(v7, &GemmOp::new(8000, 8000, 64)), [128, 128, 64, 64, 64]);
+        assert_eq!(rows(v7, &GemmOp::new(4096, 4096, 64)), [128, 128, 64, 128, 128]);
+        for (op, m0, n0) in [(GemmOp::new(160, 4096, 64), 128, 0), (GemmOp::new(8000, 8000, 64), 7936, 7936)] {
+            let r = rows(v7, &op);
+            assert_eq!(v7.a_bytes(m0, op.m as u32), r[3] * 64 * 2);
+            assert_eq!(v7.b_share_bytes(n0, op.n as u32), r[4] * 64 * 2);
+        }
+        // An M-major A and an N-major B keep their boxes, 64 elements of M or N wide.
         let mn = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_wide_mnmn").unwrap();
         let op = GemmOp::new(16, 16, 64).a(Layout::ColMajor, 16).b(Layout::RowMajor, 16);
         let p = plan(mn, &op, 0x3000, 0x3000, 0x3000).unwrap();
-        assert_eq!((&p.maps[0].box_dims[..2], &p.maps[1].box_dims[..2]), (&[64, 64][..], &[64, 64][..]));
-        // The ladder's kernels count whole boxes.
-        assert_eq!(boxes(&hopper::v6::SPEC, &GemmOp::new(16, 4096, 64)), (128, 128));
+        assert!(p.maps.iter().enumerate().all(|(i, m)| i == 2 || m.box_dims[..2] == [64, 64]));
+        // The ladder's kernels take three maps, with whole boxes.
+        assert_eq!(rows(&hopper::v6::SPEC, &GemmOp::new(16, 4096, 64)), [128, 128, 64]);
     }
 
     #[test]

@@ -131,9 +131,11 @@ pub struct KernelSpec {
     /// Takes the general call: rank-3 tensor maps with the batch as the outer dimension, and
     /// `alpha`, `beta` applied in the epilogue. The ladder's v0–v6 take C = A·Bᵀ only.
     pub general: bool,
-    /// Loads a K-major A or B in boxes of no more rows than M or N where those are less than a
-    /// tile (see [`KernelSpec::a_box_for`]), and expects that many bytes.
-    pub boxes_fit_output: bool,
+    /// Takes two more tensor maps, of A and of B, whose boxes end at M and N (see
+    /// [`KernelSpec::a_edge_box`]): a CTA whose rows (share of B's rows) cross the end of a
+    /// K-major A (B) loads through them, one whose rows lie wholly past it loads nothing, and
+    /// every CTA expects the bytes [`KernelSpec::a_bytes`] and [`KernelSpec::b_share_bytes`] count.
+    pub edge_maps: bool,
     /// For kernels that may split a tile's K blocks across workers ([`crate::sched::StreamK`]):
     /// their K-block depth and partial-tile size. `None`: every tile is computed whole.
     pub stream_k: Option<StreamKSpec>,
@@ -159,28 +161,55 @@ impl KernelSpec {
         crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
     }
 
-    /// The box A is loaded in for an `m`-row problem: `a_box`, or, for a kernel with
-    /// `boxes_fit_output` and a K-major A, only `m` rows rounded up to 8 where that is fewer. TMA
-    /// fills the rows of a box that lie past the tensor's end with zeros, and on the H200 that
-    /// costs about what loading them does: 16×14336×4096 (48 of every 64 rows of A past M) ran
-    /// 34% longer than 64×14336×4096 with the same tiles. The tile's rows past the box then hold
-    /// whatever shared memory held; they feed only rows of C past M, which are never stored.
-    pub const fn a_box_for(&self, m: u32) -> TmaBox {
-        self.fit(self.a_box, self.a_major, m)
+    /// The box of A's edge map for an `m`-row problem: the rows of A's last tile row that lie
+    /// before `m`, rounded up to 8, for a K-major A whose last tile row is partial; otherwise the
+    /// whole box (a valid map that no CTA needs). TMA fills the rows of a box past the tensor's
+    /// end with zeros, and on the H200 that costs more than loading them: square pairs ran
+    /// 160×8192×8192 in 72 µs, 256×8192×8192 in 59 µs, with the same grid. The tile's rows past
+    /// the box keep whatever shared memory held; they feed only rows of C past M, never stored.
+    pub const fn a_edge_box(&self, m: u32) -> TmaBox {
+        Self::edge(self.a_box, self.a_major, m)
     }
 
-    /// The box B is loaded in for an `n`-column problem, as [`a_box_for`](Self::a_box_for) for A:
-    /// a cluster's CTAs each load such a box of their share of B's rows.
-    pub const fn b_box_for(&self, n: u32) -> TmaBox {
-        self.fit(self.b_box, self.b_major, n)
+    /// The box of B's edge map for an `n`-column problem, as [`a_edge_box`](Self::a_edge_box)
+    /// for A: the part before `n` of the last share of B's rows that a cluster's CTAs load.
+    pub const fn b_edge_box(&self, n: u32) -> TmaBox {
+        Self::edge(self.b_box, self.b_major, n)
     }
 
-    const fn fit(&self, whole: TmaBox, major: Major, rows: u32) -> TmaBox {
-        let rows = rows.next_multiple_of(8);
-        if self.boxes_fit_output && matches!(major, Major::K) && rows < whole.outer {
+    const fn edge(whole: TmaBox, major: Major, end: u32) -> TmaBox {
+        let rows = (end % whole.outer).next_multiple_of(8);
+        if matches!(major, Major::K) && rows > 0 && rows < whole.outer {
             TmaBox { outer: rows, ..whole }
         } else {
             whole
+        }
+    }
+
+    /// Bytes of A that a CTA whose first row is `m0` receives per K slice of an `m`-row problem,
+    /// for a kernel with edge maps: the whole tile, the edge box, or nothing past M. An M-major
+    /// A arrives in boxes `a_box.inner` rows of M wide; those that start past M are not loaded.
+    pub const fn a_bytes(&self, m0: u32, m: u32) -> u32 {
+        Self::share_bytes(self.a_box, self.a_major, self.tile_m, m0, m)
+    }
+
+    /// Bytes of the share of B's rows that starts at `n0` (each CTA of a cluster loads one share
+    /// of `tile_n / cluster` rows and multicasts it), as [`a_bytes`](Self::a_bytes) for A.
+    pub const fn b_share_bytes(&self, n0: u32, n: u32) -> u32 {
+        Self::share_bytes(self.b_box, self.b_major, self.tile_n / self.cluster, n0, n)
+    }
+
+    const fn share_bytes(whole: TmaBox, major: Major, rows: u32, start: u32, end: u32) -> u32 {
+        if start >= end {
+            0
+        } else if matches!(major, Major::MN) {
+            let boxes = (end - start).div_ceil(whole.inner);
+            let all = rows / whole.inner;
+            (if boxes < all { boxes } else { all }) * whole.bytes()
+        } else if start + rows <= end {
+            whole.bytes()
+        } else {
+            Self::edge(whole, major, end).bytes()
         }
     }
 
@@ -259,22 +288,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn boxes_fit_the_output_only_where_the_kernel_expects_it() {
+    fn edge_boxes_end_at_the_output_and_bytes_count_what_is_loaded() {
         let v7 = crate::hopper::v7::SPEC;
-        let rows = |s: &KernelSpec, m| s.a_box_for(m).outer;
-        assert_eq!((rows(&v7, 1), rows(&v7, 16), rows(&v7, 100), rows(&v7, 128), rows(&v7, 5000)), (8, 16, 104, 128, 128));
-        assert_eq!(v7.a_box_for(16).bytes(), 16 * 64 * 2);
-        assert_eq!((v7.a_box_for(16).inner, v7.a_box_for(16).swizzle), (v7.a_box.inner, v7.a_box.swizzle));
-        // B's box is a CTA's share of the pair's 256 rows: 128.
-        let cols = |s: &KernelSpec, n| s.b_box_for(n).outer;
-        assert_eq!((cols(&v7, 8), cols(&v7, 60), cols(&v7, 128), cols(&v7, 200)), (8, 64, 128, 128));
-        // An M- or N-major operand's box is 64 elements of M or N wide: it keeps its shape.
+        let rows = |m| v7.a_edge_box(m).outer;
+        // The last tile row's rows before M, rounded up to 8; whole where M fills its tiles.
+        assert_eq!((rows(1), rows(16), rows(100), rows(128), rows(160), rows(8000), rows(8192)), (8, 16, 104, 128, 32, 64, 128));
+        assert_eq!((v7.a_edge_box(16).inner, v7.a_edge_box(16).swizzle), (v7.a_box.inner, v7.a_box.swizzle));
+        // B's box is a CTA's share of the pair's 256 columns: 128.
+        let cols = |n| v7.b_edge_box(n).outer;
+        assert_eq!((cols(8), cols(60), cols(128), cols(200), cols(8000)), (8, 64, 128, 72, 64));
+        // Bytes per K slice: the whole box inside M, the edge box across it, nothing past it.
+        let slice = 64 * 2;
+        assert_eq!((v7.a_bytes(0, 8192), v7.a_bytes(7936, 8000), v7.a_bytes(8064, 8000)), (128 * slice, 64 * slice, 0));
+        assert_eq!((v7.a_bytes(0, 1), v7.a_bytes(128, 160)), (8 * slice, 32 * slice));
+        assert_eq!((v7.b_share_bytes(0, 200), v7.b_share_bytes(128, 200), v7.b_share_bytes(256, 200)), (128 * slice, 72 * slice, 0));
+        // An M- or N-major operand keeps its 64-wide boxes and loads those that start before the end.
         let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN && s.b_major == Major::MN).unwrap();
-        assert_eq!((mn.a_box_for(16), mn.b_box_for(16)), (mn.a_box, mn.b_box));
-        // Kernels that expect whole boxes get them.
-        let v6 = crate::hopper::v6::SPEC;
-        assert!(!v6.boxes_fit_output);
-        assert_eq!((v6.a_box_for(16), v6.b_box_for(16)), (v6.a_box, v6.b_box));
+        assert_eq!((mn.a_edge_box(16), mn.b_edge_box(16)), (mn.a_box, mn.b_box));
+        let boxed = 64 * slice;
+        assert_eq!((mn.a_bytes(0, 8192), mn.a_bytes(0, 16), mn.a_bytes(0, 65), mn.a_bytes(128, 100)), (2 * boxed, boxed, 2 * boxed, 0));
+        assert_eq!((mn.b_share_bytes(128, 4096), mn.b_share_bytes(128, 200)), (2 * boxed, 2 * boxed));
+        assert_eq!(mn.b_share_bytes(128, 150), boxed);
+        // The ladder's kernels take three maps.
+        assert!(!crate::hopper::v6::SPEC.edge_maps && v7.edge_maps);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     a_major: Major::K,
     b_major: Major::K,
     general: false,
-    boxes_fit_output: false,
+    edge_maps: false,
     stream_k: None,
     dependent_launch: false,
 };

@@ -15,10 +15,12 @@
 //!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
 //!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks by the number of
 //!   waves each shape needs.
-//! - **Boxes fit the output**: where M (N) is less than a tile, A (each CTA's share of B) is
-//!   loaded in boxes of M (N) rows rounded up to 8, not in whole tiles that TMA zero-fills past
-//!   the end at the cost of loading them ([`crate::spec::KernelSpec::a_box_for`]):
-//!   16×14336×4096 0.68× → 0.92× cuBLAS.
+//! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
+//!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
+//!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
+//!   than loading them ([`crate::spec::KernelSpec::a_edge_box`]). Fitting the box where M < a
+//!   tile took 16×14336×4096 from 0.68× to 0.92× cuBLAS; edge maps for every last tile row and
+//!   column took 4096×192×4096 from 0.57× to 0.84×, 80×8192×8192 from 0.84× to 0.94×.
 //! - **Stream-K** ([`crate::sched::StreamK`]): 8192³ is 15.5 waves of wide tiles on 66 pairs,
 //!   so a whole-tile schedule leaves half the pairs idle for the last one. When the split part
 //!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
@@ -56,9 +58,9 @@
 //!                                → st.shared → fence.proxy.async → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, eighth session, paired with cuBLAS in one run):
-//! 674 TFLOP/s, 1.014× cuBLAS (v6: 1.006×); the same kernel as `auto` in the same process read
-//! 1.027× and 1.015×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Measured on an H200 at 8192³ (2026-11-30, ninth session, paired with cuBLAS in one run):
+//! 678 TFLOP/s, 1.015× cuBLAS (v6: 1.000×); the same kernel as `auto` in the same process read
+//! 1.017× and 1.019×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
@@ -198,7 +200,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         a_major: major(a_mn),
         b_major: major(b_mn),
         general: true,
-        boxes_fit_output: true,
+        edge_maps: true,
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
         dependent_launch: true,
     }
@@ -237,12 +239,16 @@ macro_rules! entries {
             _a: crate::args::TensorMapParam,
             _b: crate::args::TensorMapParam,
             _c: crate::args::TensorMapParam,
+            _a_edge: crate::args::TensorMapParam,
+            _b_edge: crate::args::TensorMapParam,
             args: crate::args::GemmArgs,
         ) {
             let maps = [
                 crate::tensor_map_param!($name, 0),
                 crate::tensor_map_param!($name, 1),
                 crate::tensor_map_param!($name, 2),
+                crate::tensor_map_param!($name, 3),
+                crate::tensor_map_param!($name, 4),
             ];
             gemm::<$tile, { <$tile as Tile>::STAGES }, { $a_mn as u32 }, { $b_mn as u32 }>(maps, &args);
         }
@@ -274,7 +280,7 @@ entries! {
 #[inline(always)]
 /// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
 /// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
-fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 3], args: &crate::args::GemmArgs) {
+fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
     use crate::staging::tma_store_columns;
     use crate::pipeline::PipelineState;
@@ -284,7 +290,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
     use crate::sched::{StreamK, Workspace};
     use crate::staging::Staging;
 
-    let [map_a, map_b, map_c] = maps;
+    let [map_a, map_b, map_c, map_a_edge, map_b_edge] = maps;
     let (a_mn, b_mn) = (TRANS_A != 0, TRANS_B != 0);
     let smem_plan = smem::<T>();
     let (a_box, b_box) = (a_box::<T>(a_mn), b_box::<T>(b_mn));
@@ -313,12 +319,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    // Each stage receives this CTA's A and every CTA's share of B, K-major ones only as many
-    // rows as M or N reach where those are less than a tile (`KernelSpec::a_box_for`).
     let this = spec::<T>("", a_mn, b_mn);
-    let a_bytes = if a_mn { T::BM * BK * 2 } else { this.a_box_for(args.m).bytes() };
-    let b_bytes = if b_mn { T::BN * BK * 2 } else { T::CLUSTER * this.b_box_for(args.n).bytes() };
-    let stage_bytes = a_bytes + b_bytes;
     let b_share = T::BN / T::CLUSTER;
     let tma_columns = tma_store_columns(args.n);
 
@@ -355,36 +356,47 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     griddepcontrol::launch_dependents();
                 }
                 let (m0, n0, z) = unit(work.unit);
+                // This CTA's A and every CTA's share of B, as far as M and N reach: the rows that
+                // cross them come through the edge maps, and none past them are loaded.
+                let n = n0 + rank * b_share;
+                let mut stage_bytes = this.a_bytes(m0, args.m);
+                for cta in 0..T::CLUSTER {
+                    stage_bytes += this.b_share_bytes(n0 + cta * b_share, args.n);
+                }
+                let a_map = if m0 + T::BM <= args.m { map_a } else { map_a_edge };
+                let b_map = if n + b_share <= args.n { map_b } else { map_b_edge };
                 for kb in work.kb_begin..work.kb_end {
                     let s = write.stage;
-                    let k0 = (kb * BK) as i32;
+                    let k0 = kb * BK;
                     mbarrier::wait(empty(s), write.phase);
                     mbarrier::arrive_expect_tx(full(s), stage_bytes);
                     let a_dst = base + smem_plan.a_stage(s);
                     if a_mn {
                         for i in 0..T::BM / SPAN {
-                            tma::load_3d(a_dst + i * a_box.bytes(), map_a, (m0 + i * SPAN) as i32, k0, z, full(s));
+                            if m0 + i * SPAN < args.m {
+                                tma::load_3d(a_dst + i * a_box.bytes(), map_a, (m0 + i * SPAN) as i32, k0 as i32, z, full(s));
+                            }
                         }
-                    } else {
-                        tma::load_3d(a_dst, map_a, k0, m0 as i32, z, full(s));
+                    } else if m0 < args.m {
+                        tma::load_3d(a_dst, a_map, k0 as i32, m0 as i32, z, full(s));
                     }
                     // This CTA's share of B lands at the same offset in every CTA of the cluster.
                     let b_dst = base + smem_plan.b_stage(s) + rank * b_share * BK * 2;
-                    let n = n0 + rank * b_share;
-                    let mask = (1u16 << T::CLUSTER) - 1;
+                    let load_b = |dst, map, x: u32, y: u32| {
+                        if T::CLUSTER > 1 {
+                            tma::load_3d_multicast(dst, map, x as i32, y as i32, z, full(s), (1u16 << T::CLUSTER) - 1);
+                        } else {
+                            tma::load_3d(dst, map, x as i32, y as i32, z, full(s));
+                        }
+                    };
                     if b_mn {
                         for i in 0..b_share / SPAN {
-                            let (dst, x) = (b_dst + i * b_box.bytes(), (n + i * SPAN) as i32);
-                            if T::CLUSTER > 1 {
-                                tma::load_3d_multicast(dst, map_b, x, k0, z, full(s), mask);
-                            } else {
-                                tma::load_3d(dst, map_b, x, k0, z, full(s));
+                            if n + i * SPAN < args.n {
+                                load_b(b_dst + i * b_box.bytes(), map_b, n + i * SPAN, k0);
                             }
                         }
-                    } else if T::CLUSTER > 1 {
-                        tma::load_3d_multicast(b_dst, map_b, k0, n as i32, z, full(s), mask);
-                    } else {
-                        tma::load_3d(b_dst, map_b, k0, n as i32, z, full(s));
+                    } else if n < args.n {
+                        load_b(b_dst, b_map, k0, n);
                     }
                     write.advance();
                 }
