@@ -217,8 +217,7 @@ impl Gemm {
 
     /// The kernel `gemm` would run for `op` (`None` if no kernel of this family reads its layout).
     pub fn choose(&self, op: &GemmOp) -> Option<&'static KernelSpec> {
-        let (op, _) = op.row_major_c();
-        op::choose(self.kernels(), &op, self.info.sms)
+        op::choose(self.kernels(), op, self.info.sms)
     }
 
     fn run<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
@@ -302,34 +301,35 @@ impl Gemm {
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
-        let (rop, swapped) = op.row_major_c();
         let loaded = match kernel {
             Some(k) => {
                 let l = self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
-                op::supports(l.spec, &rop)?;
+                op::supports(l.spec, op)?;
                 l
             }
             None => {
-                let spec = op::choose(self.kernels(), &rop, self.info.sms).ok_or_else(|| Error::Unsupported {
-                    kernel: "auto",
-                    reason: format!("no {} kernel reads A {:?}-major and B {:?}-major", self.family.name(), rop.a_major(), rop.b_major()),
+                let spec = op::choose(self.kernels(), op, self.info.sms).ok_or_else(|| {
+                    let (rop, _) = op.row_major_c();
+                    Error::Unsupported {
+                        kernel: "auto",
+                        reason: format!("no {} kernel reads A {:?}-major and B {:?}-major", self.family.name(), rop.a_major(), rop.b_major()),
+                    }
                 })?;
                 self.kernels.iter().find(|l| l.spec.name == spec.name).expect("chosen among the loaded kernels")
             }
         };
-        let (pa, pb) = if swapped { (pb, pa) } else { (pa, pb) };
         let spec = loaded.spec;
-        if rop.k == 0 && !spec.general {
+        if op.k == 0 && !spec.general {
             // C = A·Bᵀ with an empty sum is zero, as in BLAS (only the dense native op gets here).
-            return Ok(Prepared::Zero { ptr: pc, len: rop.m * rop.n });
+            return Ok(Prepared::Zero { ptr: pc, len: op.m * op.n });
         }
         // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
-        let (pa, pb) = if rop.k == 0 { (pc, pc) } else { (pa, pb) };
-        let plan = op::plan(spec, &rop, pa, pb, pc)?;
+        let (pa, pb) = if op.k == 0 { (pc, pc) } else { (pa, pb) };
+        let plan = op::plan(spec, op, pa, pb, pc)?;
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),
-            shape: op::shape(spec, &rop, loaded.max_clusters),
+            shape: op::shape(spec, op, loaded.max_clusters),
             maps: plan.maps.iter().map(|m| m.encode()).collect::<Result<_>>()?,
             args: plan.args,
         })

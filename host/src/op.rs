@@ -212,22 +212,34 @@ impl GemmOp {
     /// The same computation with C row-major: a column-major C is Cᵀ = Bᵀ·Aᵀ row-major, so the
     /// operands swap places and each one's storage order reads the other way round.
     pub(crate) fn row_major_c(&self) -> (GemmOp, bool) {
-        if self.c_layout == Layout::RowMajor {
-            return (*self, false);
+        match self.c_layout {
+            Layout::RowMajor => (*self, false),
+            Layout::ColMajor => (self.transposed(), true),
         }
-        let t = GemmOp {
+    }
+
+    /// The same computation with C column-major (what entries with `c_col_major` compute).
+    pub(crate) fn col_major_c(&self) -> (GemmOp, bool) {
+        match self.c_layout {
+            Layout::ColMajor => (*self, false),
+            Layout::RowMajor => (self.transposed(), true),
+        }
+    }
+
+    /// Cᵀ = Bᵀ·Aᵀ: the same memory, read as the transposed problem.
+    fn transposed(&self) -> GemmOp {
+        GemmOp {
             m: self.n,
             n: self.m,
             a_layout: self.b_layout.flip(),
             lda: self.ldb,
             b_layout: self.a_layout.flip(),
             ldb: self.lda,
-            c_layout: Layout::RowMajor,
+            c_layout: self.c_layout.flip(),
             stride_a: self.stride_b,
             stride_b: self.stride_a,
             ..*self
-        };
-        (t, true)
+        }
     }
 
     /// Whether this is exactly the native problem on dense operands (what v0–v6 compute).
@@ -263,9 +275,20 @@ pub struct Plan {
     pub args: GemmArgs,
 }
 
-/// Whether `spec` can compute `op` (C row-major), and if not, why.
+/// `op` as `spec` computes it: with C row-major, or column-major for an entry that writes C
+/// column-major; and whether A and B traded places to get there (the caller's A is then the
+/// kernel's B).
+pub fn for_kernel(spec: &KernelSpec, op: &GemmOp) -> (GemmOp, bool) {
+    if spec.c_col_major { op.col_major_c() } else { op.row_major_c() }
+}
+
+/// Whether `spec` can compute `op`, and if not, why.
 pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
-    let why = if !spec.general && !op.is_native() {
+    let (op, _) = for_kernel(spec, op);
+    let why = if spec.c_col_major && !op.m.is_multiple_of(8) {
+        // The kernel stores C only through TMA, which writes whole 16-byte chunks.
+        Some(format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {})", op.m))
+    } else if !spec.general && !op.is_native() {
         Some("it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string())
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
         Some(format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major))
@@ -278,10 +301,14 @@ pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
     }
 }
 
-/// Tensor maps and arguments for `spec` computing `op` (C row-major, already validated) on
-/// buffers at `a`, `b`, `c`.
+/// Tensor maps and arguments for `spec` computing `op` (already validated) on buffers at `a`,
+/// `b`, `c`: in the kernel's form ([`for_kernel`]), so A's maps may describe the caller's B.
 pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Plan> {
     supports(spec, op)?;
+    let (op, swapped) = for_kernel(spec, op);
+    let op = &op;
+    // Errors name the operands as the caller knows them.
+    let (a, b, name_a, name_b) = if swapped { (b, a, "B", "A") } else { (a, b, "A", "B") };
     let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { p };
     let batch = op.batch as u64;
     let (m, n, k) = (op.m as u64, op.n as u64, op.k as u64);
@@ -290,27 +317,32 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them
         // at C's first row).
         let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
-        [unread("A", a, spec.a_box)?, unread("B", b, spec.b_box)?, unread("A", a, a_edge)?, unread("B", b, b_edge)?]
+        [unread(name_a, a, spec.a_box)?, unread(name_b, b, spec.b_box)?, unread(name_a, a, a_edge)?, unread(name_b, b, b_edge)?]
     } else {
         let map_a = |tile| match op.a_layout {
-            Layout::RowMajor => TensorMapParams::matrix("A", a, m, k, op.lda as u64, batch, op.stride_a as u64, tile),
-            Layout::ColMajor => TensorMapParams::matrix("A", a, k, m, op.lda as u64, batch, op.stride_a as u64, tile),
+            Layout::RowMajor => TensorMapParams::matrix(name_a, a, m, k, op.lda as u64, batch, op.stride_a as u64, tile),
+            Layout::ColMajor => TensorMapParams::matrix(name_a, a, k, m, op.lda as u64, batch, op.stride_a as u64, tile),
         };
         let map_b = |tile| match op.b_layout {
-            Layout::ColMajor => TensorMapParams::matrix("B", b, n, k, op.ldb as u64, batch, op.stride_b as u64, tile),
-            Layout::RowMajor => TensorMapParams::matrix("B", b, k, n, op.ldb as u64, batch, op.stride_b as u64, tile),
+            Layout::ColMajor => TensorMapParams::matrix(name_b, b, n, k, op.ldb as u64, batch, op.stride_b as u64, tile),
+            Layout::RowMajor => TensorMapParams::matrix(name_b, b, k, n, op.ldb as u64, batch, op.stride_b as u64, tile),
         };
         [map_a(spec.a_box)?, map_b(spec.b_box)?, map_a(a_edge)?, map_b(b_edge)?]
+    };
+    // C in memory: rows of its contiguous dimension (N, or M for a column-major C).
+    let (c_rows, c_len) = match op.c_layout {
+        Layout::RowMajor => (m, n),
+        Layout::ColMajor => (n, m),
     };
     // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
     // for stores at all, but must still describe something).
-    let c_cols = match hgemm_kernels::staging::tma_store_columns(op.n as u32) as u64 {
-        0 => n,
+    let c_cols = match hgemm_kernels::staging::tma_store_columns(c_len as u32) as u64 {
+        0 => c_len,
         cols => cols,
     };
     let map_c = match spec.c_box {
-        Some(c_box) => TensorMapParams::matrix("C", c, m, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
+        Some(c_box) => TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
             Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
         })?,
         None => {
@@ -331,11 +363,12 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 }
 
 /// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
-/// read A and B in `op`'s orders, the one whose tiles take the least time, counting waves of
-/// tiles over the SMs and the work of one tile relative to the widest (scaled by how efficient
-/// the shape measured).
+/// read A and B in `op`'s orders (in the form each computes it, [`for_kernel`]), the one whose
+/// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
+/// relative to the widest (scaled by how efficient the shape measured).
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
     let cost = |s: &KernelSpec| {
+        let op = &for_kernel(s, op).0;
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
         let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
@@ -353,12 +386,15 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         waves * area / tile_efficiency(s)
     };
     kernels
-        .filter(|s| s.general && s.a_major == op.a_major() && s.b_major == op.b_major())
-        // A tile without a cluster reads its own B: where M takes more than one row of them
-        // and N more than one column, pairs sharing B win even with half their rows idle
-        // (96×8192×8192 on the H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
-        // With one column, B is a few rows that every tile reads from L2.
-        .filter(|s| s.cluster > 1 || op.m as u32 <= s.tile_m || op.n as u32 <= s.tile_n)
+        .filter(|s| {
+            let kop = for_kernel(s, op).0;
+            // A tile without a cluster reads its own B: where M takes more than one row of them
+            // and N more than one column, pairs sharing B win even with half their rows idle
+            // (96×8192×8192 on the H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of
+            // 64×128). With one column, B is a few rows that every tile reads from L2.
+            let shares_b = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
+            s.general && s.a_major == kop.a_major() && s.b_major == kop.b_major() && supports(s, op).is_ok() && shares_b
+        })
         .min_by(|x, y| cost(x).total_cmp(&cost(y)))
 }
 
@@ -368,6 +404,10 @@ const SPLIT_PENALTY: f64 = 1.06;
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     match (s.tile_m, s.tile_n) {
+        // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
+        // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
+        // 0.816 against mid 0.765).
+        (64, 192) => 0.78,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,
@@ -377,6 +417,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
 
 /// The launch shape of `spec` for `op`.
 pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
+    let (op, _) = for_kernel(spec, op);
     LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k)
 }
 
@@ -558,6 +599,29 @@ mod tests {
         assert_eq!(pick(65, 4096, 4096), slim);
         assert_eq!(pick(96, 8192, 8192), slim);
         assert_eq!(pick(100, 4096, 4096), slim);
+        assert_eq!(pick(128, 16384, 8192), slim);
+        // M from 129 to 192: lean tiles with the operands' places traded, so that M is the
+        // tile's 192 columns (ninth session: 160×8192×8192 0.84× cuBLAS against 0.73× for square
+        // pairs); past 192, square pairs again (208×8192×8192: 0.88× against 0.60×).
+        let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+        for m in [136, 160, 192] {
+            assert_eq!(name(m, 8192, 8192), "hopper_v7_lean_kk_cm", "{m}");
+        }
+        assert_eq!(name(160, 4096, 4096), "hopper_v7_lean_kk_cm");
+        assert_eq!(name(192, 14336, 4096), "hopper_v7_lean_kk_cm");
+        assert_eq!(pick(208, 8192, 8192), square);
+        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for mid).
+        for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096), (4096, 192, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_lean_kk", "{m}x{n}x{k}");
+        }
+        // A column-major C turns the same calls round: M = 160 is then the kernel's N.
+        let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
+        assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_lean_kk");
+        // The entry that writes C column-major needs whole 16-byte chunks of it: not at N = 8190.
+        let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);
+        let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
+        assert!(matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8")));
+        assert_eq!(choose(kernels.iter().copied(), &odd, 132).unwrap().name, "hopper_v7_square_kk");
     }
 
     #[test]

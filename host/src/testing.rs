@@ -153,9 +153,11 @@ impl Cublas {
 /// An MN-major operand's leading dimension is M or N rounded up to 8 (TMA's 16-byte rows).
 pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
     use hgemm_kernels::spec::Major;
+    // An entry that writes C column-major reads the caller's B as its A, and A as its B.
+    let (a_major, b_major) = if kernel.c_col_major { (kernel.b_major, kernel.a_major) } else { (kernel.a_major, kernel.b_major) };
     let op = GemmOp::new(m, n, k);
-    let op = if kernel.a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
-    if kernel.b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
+    let op = if a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
+    if b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
 }
 
 /// The whole C buffer after `op`, in f64 on the CPU: `c` is its content before the call

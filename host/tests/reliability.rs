@@ -207,8 +207,13 @@ fn hopper_outputs_are_bitwise_deterministic() {
     for (i, kernel) in gemm.kernels().enumerate() {
         // Partial tiles in M, N and K, several tiles per SM for the persistent kernels; the
         // general kernels through every option at once (beta ≠ 0: C is an input too).
-        let (m, n, k) = (1999, 3000, 4104);
-        let op = if kernel.general { testing::op_with(kernel, m, n, k, &Variant::GENERAL) } else { testing::op_for(kernel, m, n, k) };
+        let k = 4104;
+        let op = if kernel.general {
+            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, 1999, 3000);
+            testing::op_with(kernel, m, n, k, &Variant::GENERAL)
+        } else {
+            testing::op_for(kernel, 1999, 3000, k)
+        };
         let (la, lb, lc) = testing::lengths(&op);
         let (mut a, mut b, mut c0) = (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc));
         fill_inputs(&gemm, &stream, &op, seed.wrapping_add(i as u64), &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c0.slice_mut(..)).unwrap();
@@ -389,6 +394,7 @@ fn hopper_concurrent_streams_share_one_handle() {
                         let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
                         let n = rng.range(1, 1500).div_ceil(8) * 8;
                         let op = if kernel.general && rng.chance(0.5) {
+                            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
                             testing::op_with(kernel, m, n, k, &Variant::GENERAL)
                         } else {
                             testing::op_for(kernel, m, n, k)

@@ -136,6 +136,10 @@ pub struct KernelSpec {
     /// K-major A (B) loads through them, one whose rows lie wholly past it loads nothing, and
     /// every CTA expects the bytes [`KernelSpec::a_bytes`] and [`KernelSpec::b_share_bytes`] count.
     pub edge_maps: bool,
+    /// Writes C column-major: for a row-major C the host hands it the same call with the
+    /// operands' places traded (Cᵀ = B·Aᵀ), so that M is the tile's columns, the side a `wgmma`
+    /// may make as narrow as 8; the kernel writes each staging box transposed.
+    pub c_col_major: bool,
     /// For kernels that may split a tile's K blocks across workers ([`crate::sched::StreamK`]):
     /// their K-block depth and partial-tile size. `None`: every tile is computed whole.
     pub stream_k: Option<StreamKSpec>,

@@ -47,10 +47,74 @@ impl Staging {
         crate::ptx::smem::ld_b32(self.0 + offset(row, col))
     }
 
+    /// Store a packed pair of bf16 that are adjacent in a row of the tile (`col` even) as
+    /// (`col`, `row`) and (`col + 1`, `row`) of a box of the transposed tile: two 2-byte stores.
+    /// A warp's stores for one register pair of the wgmma fragment then cover eight consecutive
+    /// columns (16 bytes) of four rows, in four different bank groups.
+    #[inline(always)]
+    pub fn store_b32_transposed(self, row: u32, col: u32, packed: u32) {
+        crate::ptx::smem::st_b16(self.0 + offset(col, row), packed as u16);
+        crate::ptx::smem::st_b16(self.0 + offset(col + 1, row), (packed >> 16) as u16);
+    }
+
+    /// What [`store_b32_transposed`](Self::store_b32_transposed) stores, packed.
+    #[inline(always)]
+    pub fn load_b32_transposed(self, row: u32, col: u32) -> u32 {
+        let lo = crate::ptx::smem::ld_b16(self.0 + offset(col, row)) as u32;
+        let hi = crate::ptx::smem::ld_b16(self.0 + offset(col + 1, row)) as u32;
+        lo | hi << 16
+    }
+
     /// Store eight adjacent bf16 (`col` a multiple of 8) at (`row`, `col`).
     #[inline(always)]
     pub fn store_v4(self, row: u32, col: u32, packed: [u32; 4]) {
         crate::ptx::smem::st_v4_b32(self.0 + offset(row, col), packed);
+    }
+}
+
+/// Which way a consumer's fragment goes into a staging box: as rows of C (C row-major), or
+/// transposed (C column-major: the box then holds C's columns as its rows). A type rather than a
+/// flag so that the row-major kernels' code is the same whether or not the other exists.
+#[cfg(target_arch = "nvptx64")]
+pub trait Orientation {
+    /// C is column-major: the box's rows are the tile's columns.
+    const COL_MAJOR: bool;
+    /// Store a packed pair of bf16 adjacent in a row of the tile (`col` even).
+    fn store_pair(buf: Staging, row: u32, col: u32, packed: u32);
+    /// Load what [`store_pair`](Self::store_pair) stores.
+    fn load_pair(buf: Staging, row: u32, col: u32) -> u32;
+}
+
+/// C row-major: the tile's rows are the box's.
+#[cfg(target_arch = "nvptx64")]
+pub struct RowMajorC;
+/// C column-major: the tile's columns are the box's rows.
+#[cfg(target_arch = "nvptx64")]
+pub struct ColMajorC;
+
+#[cfg(target_arch = "nvptx64")]
+impl Orientation for RowMajorC {
+    const COL_MAJOR: bool = false;
+    #[inline(always)]
+    fn store_pair(buf: Staging, row: u32, col: u32, packed: u32) {
+        buf.store_b32(row, col, packed);
+    }
+    #[inline(always)]
+    fn load_pair(buf: Staging, row: u32, col: u32) -> u32 {
+        buf.load_b32(row, col)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Orientation for ColMajorC {
+    const COL_MAJOR: bool = true;
+    #[inline(always)]
+    fn store_pair(buf: Staging, row: u32, col: u32, packed: u32) {
+        buf.store_b32_transposed(row, col, packed);
+    }
+    #[inline(always)]
+    fn load_pair(buf: Staging, row: u32, col: u32) -> u32 {
+        buf.load_b32_transposed(row, col)
     }
 }
 

@@ -84,11 +84,12 @@ impl Variant {
 pub fn op_with(kernel: &KernelSpec, m: usize, n: usize, k: usize, v: &Variant) -> GemmOp {
     let up8 = |x: usize| x.div_ceil(8) * 8;
     let k_major = |major: Major| major == Major::K;
-    // A (M×K) row-major is K-major; B (K×N) column-major is K-major. With C column-major the
-    // kernel's A is Bᵀ and its B is Aᵀ.
-    let (a_row, b_col) = match v.c_layout {
-        Layout::RowMajor => (k_major(kernel.a_major), k_major(kernel.b_major)),
-        Layout::ColMajor => (k_major(kernel.b_major), k_major(kernel.a_major)),
+    // A (M×K) row-major is K-major; B (K×N) column-major is K-major. With C stored the other way
+    // round than the kernel writes it the kernel's A is Bᵀ and its B is Aᵀ.
+    let (a_row, b_col) = if swaps(kernel, v.c_layout) {
+        (k_major(kernel.b_major), k_major(kernel.a_major))
+    } else {
+        (k_major(kernel.a_major), k_major(kernel.b_major))
     };
     let (a_layout, lda) = if a_row { (Layout::RowMajor, k + v.pad[0]) } else { (Layout::ColMajor, up8(m) + v.pad[0]) };
     let (b_layout, ldb) = if b_col { (Layout::ColMajor, k + v.pad[1]) } else { (Layout::RowMajor, up8(n) + v.pad[1]) };
@@ -101,6 +102,29 @@ pub fn op_with(kernel: &KernelSpec, m: usize, n: usize, k: usize, v: &Variant) -
         op.batched(v.batch, op.stride_a + v.gap[0], op.stride_b + v.gap[1], op.stride_c + v.gap[2])
     } else {
         op
+    }
+}
+
+/// Whether a call with C stored `c_layout` reaches `kernel` as Cᵀ (its operands trading places):
+/// when C is stored the other way round than the kernel writes it.
+pub fn swaps(kernel: &KernelSpec, c_layout: Layout) -> bool {
+    (c_layout == Layout::ColMajor) != kernel.c_col_major
+}
+
+/// The call's M and N for an output of `mk` × `nk` in `kernel`'s coordinates, with C stored
+/// `c_layout`.
+pub fn call_dims(kernel: &KernelSpec, c_layout: Layout, mk: usize, nk: usize) -> (usize, usize) {
+    if swaps(kernel, c_layout) { (nk, mk) } else { (mk, nk) }
+}
+
+/// `m` and `n` rounded up to what `kernel` accepts with C stored `c_layout`: an entry that writes
+/// C column-major needs C's contiguous dimension (N for a row-major C, M for a column-major one)
+/// in multiples of 8.
+pub fn dims_for(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (usize, usize) {
+    match (kernel.c_col_major, c_layout) {
+        (false, _) => (m, n),
+        (true, Layout::RowMajor) => (m, n.next_multiple_of(8)),
+        (true, Layout::ColMajor) => (m.next_multiple_of(8), n),
     }
 }
 
@@ -194,8 +218,9 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
             }
         };
         let nk = up(nk, n_step);
-        // Kernel coordinates to the call's: a column-major C is the kernel's Cᵀ.
-        let (m, n) = if v.c_layout == Layout::ColMajor { (nk, mk) } else { (mk, nk) };
+        // An entry that writes C column-major takes M (its own) in multiples of 8.
+        let mk = up(mk, if kernel.c_col_major { 8 } else { 1 });
+        let (m, n) = call_dims(kernel, v.c_layout, mk, nk);
         let make = |k| if kernel.general { op_with(kernel, m, n, k, &v) } else { op_for(kernel, m, n, k) };
         while k > 8 && !within_sweep_bounds(&make(k)) {
             k = (k / 2).div_ceil(8) * 8;
@@ -257,21 +282,31 @@ fn variant(rng: &mut Rng) -> Variant {
 /// so C is loaded, a batch of two).
 pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
-    let (pm, pn) = (unit_m + 61, unit_n + 40);
-    let mut cases = vec![
-        (format!("{unit_m}x{unit_n}x512 whole tiles"), op_for(kernel, unit_m, unit_n, 512)),
-        (format!("{pm}x{pn}x520 partial tiles"), op_for(kernel, pm, pn, 520)),
-    ];
+    // Partial tiles in the kernel's coordinates (an entry that writes C column-major takes its
+    // M in multiples of 8).
+    let (pm, pn) = (if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 }, unit_n + 40);
+    let plain = |mk, nk, k| {
+        let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
+        (format!("{m}x{n}x{k}"), op_for(kernel, m, n, k))
+    };
+    let mut cases = Vec::new();
+    let (shape, op) = plain(unit_m, unit_n, 512);
+    cases.push((format!("{shape} whole tiles"), op));
+    let (shape, op) = plain(pm, pn, 520);
+    cases.push((format!("{shape} partial tiles"), op));
     if kernel.general {
-        // The column-major C swaps M and N: in the kernel's coordinates this is pm × pn again.
-        cases.push((format!("{pn}x{pm}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, pn, pm, 520, &Variant::GENERAL)));
+        // The same partial tiles in the kernel's coordinates, with C stored column-major.
+        let (m, n) = call_dims(kernel, Layout::ColMajor, pm, pn);
+        cases.push((format!("{m}x{n}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, m, n, 520, &Variant::GENERAL)));
         // K = 0 reaches a general kernel (C = beta·C): its tiles must leave the operand stages alone.
-        cases.push((format!("{pm}x{pn}x0 K = 0, beta .5"), op_for(kernel, pm, pn, 0).beta(0.5)));
+        let (shape, op) = plain(pm, pn, 0);
+        cases.push((format!("{shape} K = 0, beta .5"), op.beta(0.5)));
     }
     if kernel.stream_k.is_some() {
         // One unit 1,152 K blocks deep: on an H200 split across all 66 pairs or 132 CTAs, its
         // finisher adding dozens of partial sums.
-        cases.push((format!("{unit_m}x{unit_n}x73728 one unit split by K (stream-K)"), op_for(kernel, unit_m, unit_n, 73728)));
+        let (shape, op) = plain(unit_m, unit_n, 73728);
+        cases.push((format!("{shape} one unit split by K (stream-K)"), op));
     }
     cases
 }
@@ -284,8 +319,7 @@ mod tests {
     fn check_plannable(kernel: &KernelSpec, op: &GemmOp, what: &str) {
         let (la, lb, lc) = lengths(op);
         assert_eq!(op.validate(la, lb, lc), Ok(true), "{}: {what}: {op:?}", kernel.name);
-        let (rop, _) = op.row_major_c();
-        op::plan(kernel, &rop, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
+        op::plan(kernel, op, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
     }
 
     #[test]
@@ -315,7 +349,7 @@ mod tests {
                 check_plannable(kernel, op, &format!("case {}", c.index));
                 assert!(within_sweep_bounds(op), "{}: case {} out of bounds: {op:?}", kernel.name, c.index);
                 assert!(op.k % 8 == 0 && (8..=SWEEP_MAX_K).contains(&op.k));
-                let (rop, _) = op.row_major_c();
+                let (rop, _) = op::for_kernel(kernel, op);
                 big_m |= rop.m > 8192;
                 big_n |= rop.n > 8192;
                 k_max |= op.k == SWEEP_MAX_K;
@@ -349,9 +383,10 @@ mod tests {
             }
             if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
                 let workers = 132 / kernel.cluster;
-                assert!(kernel.schedule(&op.shape_args(), workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
+                let args = op::for_kernel(kernel, op).0.shape_args();
+                assert!(kernel.schedule(&args, workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
             }
-            let (_, partial) = &cases[1];
+            let (partial, _) = op::for_kernel(kernel, &cases[1].1);
             assert!(partial.m % kernel.tile_m as usize != 0 && partial.n % kernel.tile_n as usize != 0 && partial.k % 64 != 0);
         }
     }
@@ -361,10 +396,10 @@ mod tests {
         for kernel in hgemm_kernels::kernels().filter(|k| k.general) {
             for c_layout in [Layout::RowMajor, Layout::ColMajor] {
                 let v = Variant { c_layout, ..Variant::GENERAL };
-                let op = op_with(kernel, 300, 200, 72, &v);
-                let (rop, _) = op.row_major_c();
-                assert_eq!((rop.a_major(), rop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);
-                check_plannable(kernel, &op, "300x200x72");
+                let op = op_with(kernel, 304, 200, 72, &v);
+                let (kop, _) = op::for_kernel(kernel, &op);
+                assert_eq!((kop.a_major(), kop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);
+                check_plannable(kernel, &op, "304x200x72");
             }
         }
     }

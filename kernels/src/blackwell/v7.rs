@@ -88,6 +88,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     b_major: Major::K,
     general: false,
     edge_maps: false,
+    c_col_major: false,
     stream_k: None,
     dependent_launch: false,
 };

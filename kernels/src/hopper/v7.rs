@@ -11,10 +11,17 @@
 //!   K. [`Slim`] is 64×128 with a single consumer warpgroup and 8 stages, for M = 128 or 256
 //!   (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones); its m64n128 MMAs read 25% fewer
 //!   shared-memory bytes per FLOP than the two m64n64 of a 128×64 tile, which measured 7% faster
-//!   at M = 128. These four pair CTAs along M to share B. For M ≤ 64, where half of a slim
-//!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
-//!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks by the number of
-//!   waves each shape needs.
+//!   at M = 128. [`Lean`] is 64×192 with a single consumer and 6 stages, for N from 129 to 192
+//!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). These five pair CTAs along M to
+//!   share B. For M ≤ 64, where half of a slim pair would compute rows past M, and for N ≤ 64,
+//!   [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim
+//!   pairs). The host picks by the number of waves each shape needs.
+//! - **C column-major** (the `_cm` entry): the epilogue writes each staging box transposed
+//!   (two 2-byte stores per register pair) and stores it at C's transposed coordinates. The host
+//!   hands a call with a row-major C to this entry as Cᵀ = B·Aᵀ, so that a small M becomes the
+//!   tile's 192 columns, where every tile in the normal orientation computes 256 rows:
+//!   160×8192×8192 0.73× → 0.84× cuBLAS, 192×14336×4096 0.78× → 0.90×. TMA writes all of C
+//!   (C's contiguous dimension a multiple of 8; the host keeps other calls off this entry).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
 //!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
 //!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
@@ -55,17 +62,22 @@
 //!                                unfinished piece: st.global partial → bar → st.release flag; done
 //!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
-//!                                → st.shared → fence.proxy.async → TMA store (one in flight)
+//!                                → st.shared (transposed for `_cm`) → fence.proxy.async
+//!                                → TMA store (one in flight)
 //! ```
 //!
 //! Measured on an H200 at 8192³ (2026-11-30, ninth session, paired with cuBLAS in one run):
-//! 678 TFLOP/s, 1.015× cuBLAS (v6: 1.000×); the same kernel as `auto` in the same process read
-//! 1.017× and 1.019×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! 674 TFLOP/s, 1.024× cuBLAS (v6: 1.011×); the same kernel as `auto` in the same process read
+//! 1.029× and 1.030×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
 #[cfg(hopper)]
-use crate::{desc::wgmma::SmemDesc, ptx::wgmma::Fragment};
+use crate::{
+    desc::wgmma::SmemDesc,
+    ptx::wgmma::Fragment,
+    staging::{ColMajorC, RowMajorC},
+};
 
 const BK: u32 = 64;
 const GROUP_M: u32 = 8;
@@ -100,6 +112,11 @@ pub struct Square;
 /// 64×128 with one consumer, clusters of two (128×128 per cluster), 8 stages: for outputs
 /// smaller still (M = 128 or 256).
 pub struct Slim;
+/// 64×192 with one consumer, clusters of two (128×192 per cluster), 6 stages: for outputs 129 to
+/// 192 wide, as the entry that writes C column-major (`_cm`), where the operands trade places
+/// and M is the tile's 192 columns (160×8192: 128 of these against 64 square pairs that compute
+/// 256 rows), and as a plain entry for N from 129 to 192. K-major A and B only, as [`Mid`].
+pub struct Lean;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
 /// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
@@ -142,6 +159,15 @@ impl Tile for Slim {
     type Acc = [f32; 64];
 }
 
+impl Tile for Lean {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 192;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 96];
+}
+
 impl Tile for Thin {
     const CONSUMERS: u32 = 1;
     const BN: u32 = 64;
@@ -178,7 +204,7 @@ const fn partial_bytes<T: Tile>() -> u32 {
     T::CONSUMERS * 64 * T::BN * 4
 }
 
-const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
+const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) -> KernelSpec {
     // An N-major B arrives in boxes 64 wide along N, so each CTA's share of B must be whole boxes
     // (the mid tile's 96 rows are not: it takes a K-major B only).
     assert!(!b_mn || (T::BN / T::CLUSTER).is_multiple_of(SPAN), "B's share per CTA is not whole 64-wide boxes");
@@ -201,38 +227,41 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec
         b_major: major(b_mn),
         general: true,
         edge_maps: true,
+        c_col_major: c_col,
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
         dependent_launch: true,
     }
 }
 
 /// The ladder's v7: wide tiles, A and B K-major (C = A·Bᵀ, both row-major).
-pub const SPEC: KernelSpec = spec::<Wide>("hopper_v7", false, false);
+pub const SPEC: KernelSpec = spec::<Wide>("hopper_v7", false, false, false);
 
 /// Every other entry the library dispatches to: each tile shape with each storage order.
 pub const VARIANTS: &[KernelSpec] = &[
-    spec::<Wide>("hopper_v7_wide_kmn", false, true),
-    spec::<Wide>("hopper_v7_wide_mnk", true, false),
-    spec::<Wide>("hopper_v7_wide_mnmn", true, true),
-    spec::<Mid>("hopper_v7_mid_kk", false, false),
-    spec::<Mid>("hopper_v7_mid_mnk", true, false),
-    spec::<Square>("hopper_v7_square_kk", false, false),
-    spec::<Square>("hopper_v7_square_kmn", false, true),
-    spec::<Square>("hopper_v7_square_mnk", true, false),
-    spec::<Square>("hopper_v7_square_mnmn", true, true),
-    spec::<Slim>("hopper_v7_slim_kk", false, false),
-    spec::<Slim>("hopper_v7_slim_kmn", false, true),
-    spec::<Slim>("hopper_v7_slim_mnk", true, false),
-    spec::<Slim>("hopper_v7_slim_mnmn", true, true),
-    spec::<Thin>("hopper_v7_thin_kk", false, false),
-    spec::<Thin>("hopper_v7_thin_kmn", false, true),
-    spec::<Thin>("hopper_v7_thin_mnk", true, false),
-    spec::<Thin>("hopper_v7_thin_mnmn", true, true),
+    spec::<Wide>("hopper_v7_wide_kmn", false, true, false),
+    spec::<Wide>("hopper_v7_wide_mnk", true, false, false),
+    spec::<Wide>("hopper_v7_wide_mnmn", true, true, false),
+    spec::<Mid>("hopper_v7_mid_kk", false, false, false),
+    spec::<Mid>("hopper_v7_mid_mnk", true, false, false),
+    spec::<Square>("hopper_v7_square_kk", false, false, false),
+    spec::<Square>("hopper_v7_square_kmn", false, true, false),
+    spec::<Square>("hopper_v7_square_mnk", true, false, false),
+    spec::<Square>("hopper_v7_square_mnmn", true, true, false),
+    spec::<Slim>("hopper_v7_slim_kk", false, false, false),
+    spec::<Slim>("hopper_v7_slim_kmn", false, true, false),
+    spec::<Slim>("hopper_v7_slim_mnk", true, false, false),
+    spec::<Slim>("hopper_v7_slim_mnmn", true, true, false),
+    spec::<Lean>("hopper_v7_lean_kk", false, false, false),
+    spec::<Lean>("hopper_v7_lean_kk_cm", false, false, true),
+    spec::<Thin>("hopper_v7_thin_kk", false, false, false),
+    spec::<Thin>("hopper_v7_thin_kmn", false, true, false),
+    spec::<Thin>("hopper_v7_thin_mnk", true, false, false),
+    spec::<Thin>("hopper_v7_thin_mnmn", true, true, false),
 ];
 
 /// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
 macro_rules! entries {
-    ($($name:ident: $tile:ty, $a_mn:literal, $b_mn:literal;)*) => {$(
+    ($($name:ident: $tile:ty, $a_mn:literal, $b_mn:literal, $c:ty;)*) => {$(
         #[cfg(hopper)]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
@@ -250,37 +279,39 @@ macro_rules! entries {
                 crate::tensor_map_param!($name, 3),
                 crate::tensor_map_param!($name, 4),
             ];
-            gemm::<$tile, { <$tile as Tile>::STAGES }, { $a_mn as u32 }, { $b_mn as u32 }>(maps, &args);
+            gemm::<$tile, { <$tile as Tile>::STAGES }, { $a_mn as u32 }, { $b_mn as u32 }, $c>(maps, &args);
         }
     )*};
 }
 
 entries! {
-    hopper_v7: Wide, false, false;
-    hopper_v7_wide_kmn: Wide, false, true;
-    hopper_v7_wide_mnk: Wide, true, false;
-    hopper_v7_wide_mnmn: Wide, true, true;
-    hopper_v7_mid_kk: Mid, false, false;
-    hopper_v7_mid_mnk: Mid, true, false;
-    hopper_v7_square_kk: Square, false, false;
-    hopper_v7_square_kmn: Square, false, true;
-    hopper_v7_square_mnk: Square, true, false;
-    hopper_v7_square_mnmn: Square, true, true;
-    hopper_v7_slim_kk: Slim, false, false;
-    hopper_v7_slim_kmn: Slim, false, true;
-    hopper_v7_slim_mnk: Slim, true, false;
-    hopper_v7_slim_mnmn: Slim, true, true;
-    hopper_v7_thin_kk: Thin, false, false;
-    hopper_v7_thin_kmn: Thin, false, true;
-    hopper_v7_thin_mnk: Thin, true, false;
-    hopper_v7_thin_mnmn: Thin, true, true;
+    hopper_v7: Wide, false, false, RowMajorC;
+    hopper_v7_wide_kmn: Wide, false, true, RowMajorC;
+    hopper_v7_wide_mnk: Wide, true, false, RowMajorC;
+    hopper_v7_wide_mnmn: Wide, true, true, RowMajorC;
+    hopper_v7_mid_kk: Mid, false, false, RowMajorC;
+    hopper_v7_mid_mnk: Mid, true, false, RowMajorC;
+    hopper_v7_square_kk: Square, false, false, RowMajorC;
+    hopper_v7_square_kmn: Square, false, true, RowMajorC;
+    hopper_v7_square_mnk: Square, true, false, RowMajorC;
+    hopper_v7_square_mnmn: Square, true, true, RowMajorC;
+    hopper_v7_slim_kk: Slim, false, false, RowMajorC;
+    hopper_v7_slim_kmn: Slim, false, true, RowMajorC;
+    hopper_v7_slim_mnk: Slim, true, false, RowMajorC;
+    hopper_v7_slim_mnmn: Slim, true, true, RowMajorC;
+    hopper_v7_lean_kk: Lean, false, false, RowMajorC;
+    hopper_v7_lean_kk_cm: Lean, false, false, ColMajorC;
+    hopper_v7_thin_kk: Thin, false, false, RowMajorC;
+    hopper_v7_thin_kmn: Thin, false, true, RowMajorC;
+    hopper_v7_thin_mnk: Thin, true, false, RowMajorC;
+    hopper_v7_thin_mnmn: Thin, true, true, RowMajorC;
 }
 
 #[cfg(hopper)]
 #[inline(always)]
 /// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
 /// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
-fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
+fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
     use crate::staging::tma_store_columns;
     use crate::pipeline::PipelineState;
@@ -291,7 +322,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
     use crate::staging::Staging;
 
     let [map_a, map_b, map_c, map_a_edge, map_b_edge] = maps;
-    let (a_mn, b_mn) = (TRANS_A != 0, TRANS_B != 0);
+    let (a_mn, b_mn, c_col) = (TRANS_A != 0, TRANS_B != 0, C::COL_MAJOR);
     let smem_plan = smem::<T>();
     let (a_box, b_box) = (a_box::<T>(a_mn), b_box::<T>(b_mn));
     let stages = STAGES;
@@ -303,7 +334,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
     let wg = tid / 128;
 
     let rank = sreg::cluster_ctarank();
-    let sched = spec::<T>("", a_mn, b_mn).scheduler(args.m, args.n);
+    let sched = spec::<T>("", a_mn, b_mn, c_col).scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
     // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`.
     let unit = |idx: u32| {
@@ -319,9 +350,11 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    let this = spec::<T>("", a_mn, b_mn);
+    let this = spec::<T>("", a_mn, b_mn, c_col);
     let b_share = T::BN / T::CLUSTER;
-    let tma_columns = tma_store_columns(args.n);
+    // C's contiguous dimension: N, or M for a column-major C. TMA stores reach the last whole
+    // 16-byte chunk of it; the rest is stored from registers.
+    let tma_columns = tma_store_columns(if c_col { args.m } else { args.n });
 
     if tid == 0 {
         // The maps are kernel parameters, not memory the previous kernel writes: fetching them
@@ -513,15 +546,16 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     acc.for_each_pair(|p, lo, hi| {
                         let col = 8 * (p / 2) + 2 * (lane % 4);
                         if col / C_BOX.inner == j {
-                            buf.store_b32(16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
+                            C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
                         }
                     });
                     fence::proxy_async_shared_cta();
                     bar::sync(1 + c, 128);
-                    let x = n0 + j * C_BOX.inner;
+                    // The box's place in C's map: x along C's contiguous dimension.
+                    let (x, y) = if c_col { (m0 + 64 * c, n0 + j * C_BOX.inner) } else { (n0 + j * C_BOX.inner, m0 + 64 * c) };
                     if leader {
                         if x < tma_columns {
-                            tma::store_3d(map_c, x as i32, (m0 + 64 * c) as i32, z, buf.0);
+                            tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
                         }
                         // One group per box, empty for a box past C's last whole chunk: the
                         // `wait_group.read 1` above counts on groups alternating between buffers.
@@ -538,7 +572,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                 acc.for_each_pair(|p, lo, hi| {
                     let j = p / pairs_per_box;
                     let buf = staging((boxes + j) % 2);
-                    let x = (n0 + j * C_BOX.inner) as i32;
+                    // The box's place in C's map: x along C's contiguous dimension.
+                    let x = if c_col { row0 } else { n0 + j * C_BOX.inner } as i32;
                     if p % pairs_per_box == 0 {
                         if leader {
                             // The store issued from this buffer two boxes ago has read it.
@@ -547,7 +582,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                         if scale_c && x < tma_columns as i32 {
                             if leader {
                                 mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
-                                tma::load_3d(buf.0, map_c, x, row0 as i32, z, c_load(c));
+                                let y = if c_col { n0 + j * C_BOX.inner } else { row0 } as i32;
+                                tma::load_3d(buf.0, map_c, x, y, z, c_load(c));
                             }
                             mbarrier::wait(c_load(c), c_phase);
                             c_phase ^= 1;
@@ -559,17 +595,18 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                     let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
                     let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
                     if scale_c {
-                        let (old_lo, old_hi) = bf16x2_to_f32(buf.load_b32(row, col));
+                        let (old_lo, old_hi) = bf16x2_to_f32(C::load_pair(buf, row, col));
                         lo += args.beta * old_lo;
                         hi += args.beta * old_hi;
                     }
-                    buf.store_b32(row, col, cvt::rn_bf16x2_f32(lo, hi));
+                    C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
                     if p % pairs_per_box == pairs_per_box - 1 {
                         fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
                         if leader {
                             if x < tma_columns as i32 {
-                                tma::store_3d(map_c, x, row0 as i32, z, buf.0);
+                                let y = if c_col { n0 + j * C_BOX.inner } else { row0 } as i32;
+                                tma::store_3d(map_c, x, y, z, buf.0);
                             }
                             // One group per box (see above).
                             tma::commit_group();
@@ -578,9 +615,11 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32>(maps
                 });
                 boxes += T::BN / C_BOX.inner;
             }
-            if n0 + T::BN > tma_columns {
+            if n0 + T::BN > tma_columns && !c_col {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
                 // above left them out; store them (with their old values, for beta) directly.
+                // (Entries that write C column-major take only calls whose C has a multiple of 8
+                // elements along its contiguous dimension: TMA writes all of it.)
                 let out = Output::new(args, z as u32);
                 acc.for_each_pair(|p, lo, hi| {
                     let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));

@@ -26,6 +26,20 @@ pub fn ld_b32(addr: u32) -> u32 {
     v
 }
 
+/// `st.shared.b16`.
+#[inline(always)]
+pub fn st_b16(addr: u32, v: u16) {
+    unsafe { asm!("st.shared.b16 [{a}], {v};", a = in(reg32) addr, v = in(reg16) v, options(nostack)) };
+}
+
+/// `ld.shared.b16`.
+#[inline(always)]
+pub fn ld_b16(addr: u32) -> u16 {
+    let v: u16;
+    unsafe { asm!("ld.shared.b16 {v}, [{a}];", v = out(reg16) v, a = in(reg32) addr, options(nostack, readonly)) };
+    v
+}
+
 /// `st.shared.b64`.
 #[inline(always)]
 pub fn st_b64(addr: u32, v: u64) {
