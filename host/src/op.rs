@@ -550,6 +550,28 @@ mod tests {
     }
 
     #[test]
+    fn column_major_entries_take_the_call_turned_round() {
+        // C = A·Bᵀ with a row-major 160×8192 C is, for an entry that writes C column-major,
+        // Cᵀ = B·Aᵀ: its A is the caller's B (8192 rows), its B the caller's A (160 rows).
+        let cm = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
+        let op = GemmOp::new(160, 8192, 64);
+        let p = plan(cm, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!((p.args.m, p.args.n, p.args.k), (8192, 160, 64));
+        assert_eq!((p.maps[0].address, p.maps[0].dims), (0x2000, [64, 8192, 1]));
+        assert_eq!((p.maps[1].address, p.maps[1].dims), (0x1000, [64, 160, 1]));
+        // C as it lies in memory: 160 rows of 8192; B's edge map ends at the kernel's N = 160.
+        assert_eq!((p.maps[2].address, p.maps[2].dims), (0x3000, [8192, 160, 1]));
+        assert_eq!((p.maps[3].box_dims[1], p.maps[4].box_dims[1]), (64, 64));
+        assert_eq!(shape(cm, &op, 66).grid, shape(cm, &GemmOp::new(8192, 160, 64).c(Layout::ColMajor, 8192), 66).grid);
+        // Errors still name the caller's operands.
+        assert_eq!(plan(cm, &op, 0x1002, 0x2000, 0x3000), Err(Error::Misaligned { operand: "A", address: 0x1002, align: 16 }));
+        // The same call with a column-major C needs no turning round.
+        let col = GemmOp::new(160, 8192, 64).c(Layout::ColMajor, 160);
+        let p = plan(cm, &col, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!((p.args.m, p.args.n, p.maps[0].address, p.maps[2].dims), (160, 8192, 0x1000, [160, 8192, 1]));
+    }
+
+    #[test]
     fn k_zero_plans_without_reading_a_or_b() {
         let op = GemmOp::new(64, 64, 0).beta(0.5);
         let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3000).unwrap();
