@@ -353,7 +353,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
     let this = spec::<T>("", a_mn, b_mn, c_col);
     let b_share = T::BN / T::CLUSTER;
     // C's contiguous dimension: N, or M for a column-major C. TMA stores reach the last whole
-    // 16-byte chunk of it; the rest is stored from registers.
+    // 16-byte chunk of it; the rest of a row-major C's rows is stored from registers.
     let tma_columns = tma_store_columns(if c_col { args.m } else { args.n });
 
     if tid == 0 {
