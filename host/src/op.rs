@@ -349,7 +349,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
             if !c.is_multiple_of(4) {
                 return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
             }
-            // Not read by direct-store kernels, but every entry takes three maps.
+            // Not read by direct-store kernels, but they take three maps all the same.
             map_a.clone()
         }
     };
