@@ -265,7 +265,8 @@ impl GemmOp {
     }
 }
 
-/// What a kernel needs for one launch, computed from a row-major-C [`GemmOp`].
+/// What a kernel needs for one launch, computed from a [`GemmOp`] in the kernel's form
+/// ([`for_kernel`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Tensor maps of A, B and C, then, for kernels with edge maps, of A and B with the boxes
@@ -312,23 +313,28 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { p };
     let batch = op.batch as u64;
     let (m, n, k) = (op.m as u64, op.n as u64, op.k as u64);
-    let (a_edge, b_edge) = (spec.a_edge_box(op.m as u32), spec.b_edge_box(op.n as u32));
-    let [map_a, map_b, map_a_edge, map_b_edge] = if op.k == 0 {
-        // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them
-        // at C's first row).
-        let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
-        [unread(name_a, a, spec.a_box)?, unread(name_b, b, spec.b_box)?, unread(name_a, a, a_edge)?, unread(name_b, b, b_edge)?]
-    } else {
-        let map_a = |tile| match op.a_layout {
+    // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them at
+    // C's first row).
+    let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
+    let map_a = |tile| {
+        if op.k == 0 {
+            return unread(name_a, a, tile);
+        }
+        match op.a_layout {
             Layout::RowMajor => TensorMapParams::matrix(name_a, a, m, k, op.lda as u64, batch, op.stride_a as u64, tile),
             Layout::ColMajor => TensorMapParams::matrix(name_a, a, k, m, op.lda as u64, batch, op.stride_a as u64, tile),
-        };
-        let map_b = |tile| match op.b_layout {
+        }
+    };
+    let map_b = |tile| {
+        if op.k == 0 {
+            return unread(name_b, b, tile);
+        }
+        match op.b_layout {
             Layout::ColMajor => TensorMapParams::matrix(name_b, b, n, k, op.ldb as u64, batch, op.stride_b as u64, tile),
             Layout::RowMajor => TensorMapParams::matrix(name_b, b, k, n, op.ldb as u64, batch, op.stride_b as u64, tile),
-        };
-        [map_a(spec.a_box)?, map_b(spec.b_box)?, map_a(a_edge)?, map_b(b_edge)?]
+        }
     };
+    let (whole_a, whole_b) = (map_a(spec.a_box)?, map_b(spec.b_box)?);
     // C in memory: rows of its contiguous dimension (N, or M for a column-major C).
     let (c_rows, c_len) = match op.c_layout {
         Layout::RowMajor => (m, n),
@@ -350,14 +356,14 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
                 return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
             }
             // Not read by direct-store kernels, but they take three maps all the same.
-            map_a.clone()
+            whole_a.clone()
         }
     };
     // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
     let args = GemmArgs { c, ldc: op.ldc as u64, stride_c: op.stride_c as u64, alpha: op.alpha, beta: op.beta, ..op.shape_args() };
-    let mut maps = vec![map_a, map_b, map_c];
+    let mut maps = vec![whole_a, whole_b, map_c];
     if spec.edge_maps {
-        maps.extend([map_a_edge, map_b_edge]);
+        maps.extend([map_a(spec.a_edge_box(op.m as u32))?, map_b(spec.b_edge_box(op.n as u32))?]);
     }
     Ok(Plan { maps: maps.into_iter().map(rank3).collect(), args })
 }
@@ -367,8 +373,8 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured).
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    let cost = |s: &KernelSpec| {
-        let op = &for_kernel(s, op).0;
+    // `op` is the call in `s`'s form.
+    let cost = |s: &KernelSpec, op: &GemmOp| {
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
         let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
@@ -386,16 +392,17 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         waves * area / tile_efficiency(s)
     };
     kernels
-        .filter(|s| {
+        .filter_map(|s| {
             let kop = for_kernel(s, op).0;
             // A tile without a cluster reads its own B: where M takes more than one row of them
             // and N more than one column, pairs sharing B win even with half their rows idle
             // (96×8192×8192 on the H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of
             // 64×128). With one column, B is a few rows that every tile reads from L2.
             let shares_b = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-            s.general && s.a_major == kop.a_major() && s.b_major == kop.b_major() && supports(s, op).is_ok() && shares_b
+            (s.general && shares_b && supports(s, op).is_ok()).then(|| (cost(s, &kop), s))
         })
-        .min_by(|x, y| cost(x).total_cmp(&cost(y)))
+        .min_by(|(x, _), (y, _)| x.total_cmp(y))
+        .map(|(_, s)| s)
 }
 
 /// What a split schedule costs beyond its path, as a factor (see `choose`).

@@ -218,9 +218,8 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
             }
         };
         let nk = up(nk, n_step);
-        // An entry that writes C column-major takes M (its own) in multiples of 8.
-        let mk = up(mk, if kernel.c_col_major { 8 } else { 1 });
         let (m, n) = call_dims(kernel, v.c_layout, mk, nk);
+        let (m, n) = dims_for(kernel, v.c_layout, m, n);
         let make = |k| if kernel.general { op_with(kernel, m, n, k, &v) } else { op_for(kernel, m, n, k) };
         while k > 8 && !within_sweep_bounds(&make(k)) {
             k = (k / 2).div_ceil(8) * 8;
