@@ -17,6 +17,7 @@ pub mod mbarrier;
 pub mod param;
 pub mod red;
 pub mod setmaxnreg;
+pub mod shfl;
 pub mod smem;
 pub mod sreg;
 #[cfg(blackwell)]

@@ -128,16 +128,25 @@ macro_rules! fragment {
                 asm!(
                     "{{",
                     ".reg .pred p;",
+                    ".reg .b64 da, db;",
                     "setp.ne.b32 p, {sd}, 0;",
+                    "mov.b64 da, {{{a_lo}, {a_hi}}};",
+                    "mov.b64 db, {{{b_lo}, {b_hi}}};",
                     concat!(
                         "wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", stringify!($a0), "}, {", stringify!($b0), "}"
                         $(, ", {", stringify!($a), "}, {", stringify!($b), "}")*,
-                        "}}, {a}, {b}, p, 1, 1, {ta}, {tb};"
+                        "}}, da, db, p, 1, 1, {ta}, {tb};"
                     ),
                     "}}",
                     inout(reg32) d[$a0], inout(reg32) d[$b0], $(inout(reg32) d[$a], inout(reg32) d[$b],)*
-                    a = in(reg64) a.0,
-                    b = in(reg64) b.0,
+                    // The descriptors go in as 32-bit halves: the high half (strides, swizzle) is
+                    // a constant, and a K step only adds to the low half's address field, which
+                    // never carries. Passed whole, each K step's descriptor was a 64-bit add that
+                    // ptxas carried into the high half.
+                    a_lo = in(reg32) a.0 as u32,
+                    a_hi = in(reg32) (a.0 >> 32) as u32,
+                    b_lo = in(reg32) b.0 as u32,
+                    b_hi = in(reg32) (b.0 >> 32) as u32,
                     sd = in(reg32) scale_d,
                     ta = const TRANS_A,
                     tb = const TRANS_B,
