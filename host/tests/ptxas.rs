@@ -211,12 +211,12 @@ fn blackwell_doc_table_matches_the_resource_table() {
     let resources = std::fs::read_to_string(docs.join("resources.md")).unwrap();
     let ladder = std::fs::read_to_string(docs.join("blackwell.md")).unwrap();
     let cells = |line: &str| line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect::<Vec<_>>();
-    // kernel | arch | registers | smem | stack | spills | MMA | TMA load | TMA store | mbarrier ops | bar
+    // kernel | arch | registers | smem | stack | spills | MMA | TMA load | TMA store | mbarrier ops | bar | R2UR
     let resource_row = |kernel: &str, arch: &str| {
         resources
             .lines()
             .map(cells)
-            .find(|c| c.len() == 11 && c[0] == kernel && c[1] == arch)
+            .find(|c| c.len() == 12 && c[0] == kernel && c[1] == arch)
             .unwrap_or_else(|| panic!("{kernel} on {arch} missing from docs/resources.md"))
     };
     if std::env::var_os("HGEMM_BLESS").is_some() {

@@ -473,7 +473,6 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
         };
         for work in sk.walk(worker) {
             let (m0, n0, z) = unit(work.unit);
-            let mut prev = 0;
             for kb in work.kb_begin..work.kb_end {
                 let s = shfl::sync_idx_b32(read.stage, 0);
                 mbarrier::wait(full(s), read.phase);
@@ -494,20 +493,23 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                     acc.mma_async::<TRANS_A, TRANS_B>(a, b, (kb != work.kb_begin || k != 0) as u32);
                 }
                 wgmma::commit_group();
-                // The previous slice's MMAs have retired: its stage may be refilled.
+                // The previous slice's MMAs have retired: its stage may be refilled. (Its stage is
+                // derived from `s`, not carried over from the last pass, so that it is uniform too
+                // and so are the addresses of the releases.)
+                let prev = if s == 0 { stages - 1 } else { s - 1 };
                 acc.wait_group::<1>();
                 for cta in 0..T::CLUSTER {
                     mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
                 }
-                prev = s;
                 read.advance();
             }
             acc.wait_group::<0>();
+            let last = if read.stage == 0 { stages - 1 } else { read.stage - 1 };
             // K = 0 (C = beta·C) consumed no slice, so it releases none: a release here would be
             // a phase of an `empty` barrier that no load matches, which the producer's tail could
             // wait on for ever, or which could land after the peer CTA has exited.
             for cta in 0..T::CLUSTER {
-                mbarrier::arrive_cluster_if(empty(prev), cta, leader && work.kb_end > work.kb_begin);
+                mbarrier::arrive_cluster_if(empty(last), cta, leader && work.kb_end > work.kb_begin);
             }
 
             if !work.finishes {
