@@ -44,6 +44,11 @@
 //!   Calls with alpha = 1 and beta = 0 take v6's epilogue loop unchanged (it is faster, and too
 //!   tight in registers to carry the scaling).
 //! - **L2 promotion** of 256 bytes on the operand loads.
+//! - **Uniform descriptors**: the consumer's index and each K slice's stage are broadcast from
+//!   lane 0 (`shfl.sync`), which tells ptxas they are warp-uniform; it then computes the `wgmma`
+//!   descriptors and the release addresses in uniform registers, which HGMMA reads directly. A
+//!   K slice costs a warp 30 vector instructions (and 30 uniform ones) instead of 79. On this
+//!   power-capped card fewer instructions is less energy: +0.5% on the sweep.
 //! - **Programmatic dependent launch**: the host launches v7 with programmatic stream
 //!   serialization, so a call is scheduled onto each SM as the previous kernel in the stream
 //!   leaves it and runs its prologue (tensor-map prefetch, barrier init, the cluster barrier)
@@ -66,9 +71,10 @@
 //!                                → TMA store (one in flight)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, ninth session, paired with cuBLAS in one run):
-//! 674 TFLOP/s, 1.024× cuBLAS (v6: 1.011×); the same kernel as `auto` in the same process read
-//! 1.029× and 1.030×. Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Measured on an H200 at 8192³ (2026-11-30, tenth session, paired with cuBLAS in one run):
+//! 686 TFLOP/s, 1.020× cuBLAS (v6: 1.008×); the same kernel as `auto` in the same process read
+//! 1.032× and 1.037×; the 12-shape sweep's geometric mean 1.000 (0.9999, and 1.0014 in a second
+//! run). Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
