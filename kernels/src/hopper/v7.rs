@@ -480,8 +480,9 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
         for work in sk.walk(worker) {
             let (m0, n0, z) = unit(work.unit);
             for kb in work.kb_begin..work.kb_end {
+                // The wait takes the stage as it is, so that it does not wait for the shuffle.
                 let s = shfl::sync_idx_b32(read.stage, 0);
-                mbarrier::wait(full(s), read.phase);
+                mbarrier::wait(full(read.stage), read.phase);
 
                 wgmma::fence();
                 let (a_stage, b_stage) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
