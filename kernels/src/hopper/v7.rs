@@ -72,9 +72,10 @@
 //! ```
 //!
 //! Measured on an H200 at 8192³ (2026-11-30, tenth session, paired with cuBLAS in one run):
-//! 686 TFLOP/s, 1.020× cuBLAS (v6: 1.008×); the same kernel as `auto` in the same process read
-//! 1.032× and 1.037×; the 12-shape sweep's geometric mean 1.000 (0.9999, and 1.0014 in a second
-//! run). Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! 685 TFLOP/s, 1.030× cuBLAS (v6: 1.017×); the same kernel as `auto` in the same process read
+//! 1.028× and 1.025×. The 12-shape sweep's geometric mean: 0.991, 0.997 and 0.998 in three runs
+//! (0.9999, 1.0014, 0.998 and 1.0005 for the previous commit; 0.992 before the uniform
+//! descriptors). Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
