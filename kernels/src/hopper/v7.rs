@@ -47,7 +47,7 @@
 //! - **Uniform descriptors**: the consumer's index and each K slice's stage are broadcast from
 //!   lane 0 (`shfl.sync`), which tells ptxas they are warp-uniform; it then computes the `wgmma`
 //!   descriptors and the release addresses in uniform registers, which HGMMA reads directly. A
-//!   K slice costs a warp 30 vector instructions (and 30 uniform ones) instead of 79. On this
+//!   K slice costs a warp 31 vector instructions (and 29 uniform ones) instead of 79. On this
 //!   power-capped card fewer instructions is less energy: +0.5% on the sweep.
 //! - **Programmatic dependent launch**: the host launches v7 with programmatic stream
 //!   serialization, so a call is scheduled onto each SM as the previous kernel in the stream
@@ -456,8 +456,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
         setmaxnreg::inc::<232>();
         // `c` and each slice's stage are the same in every lane; broadcasting them from lane 0
         // tells ptxas so. It then computes the `wgmma` descriptors in uniform registers, which
-        // the MMAs read directly: 37 vector instructions per K slice and warp instead of 79 (and
-        // 23 uniform ones), +0.5% on the sweep (docs/performance.md).
+        // the MMAs read directly: 31 vector instructions per K slice and warp instead of 79 (and
+        // 29 uniform ones), +0.5% on the sweep (docs/performance.md).
         let c = shfl::sync_idx_b32(wg - 1, 0);
         let leader = tid % 128 == 0;
         let (warp, lane) = ((tid % 128) / 32, tid % 32);
