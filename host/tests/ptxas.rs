@@ -4,7 +4,8 @@
 //! Checked for every GEMM kernel and target: it assembles, without a warning (so `setmaxnreg`
 //! is honoured, C7508, and no `wgmma` is serialized), with no stack frame and no spills; its SASS
 //! holds the tensor-core and TMA instructions it is meant to (HGMMA on Hopper, UTC*MMA on
-//! Blackwell), and Hopper's v7 feeds its HGMMAs descriptors computed in uniform registers. The resulting table — registers, shared memory, instruction counts — must equal
+//! Blackwell), and Hopper's v7 feeds its HGMMAs descriptors computed in uniform registers. The
+//! resulting table — registers, shared memory, instruction counts — must equal
 //! `docs/resources.md`: any change in a kernel's resources shows up as a failing test until the
 //! table is regenerated (`HGEMM_BLESS=1`) and the difference reviewed.
 
