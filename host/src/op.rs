@@ -316,24 +316,16 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them at
     // C's first row).
     let unread = |name, addr, tile| TensorMapParams::matrix(name, addr, 1, 8, 8, 1, 0, tile);
-    let map_a = |tile| {
+    // An operand of `mn` rows (of A or B's rows, as C needs them) by K, with K contiguous or not.
+    let operand = |name, addr, k_contiguous: bool, mn: u64, ld: usize, stride: usize, tile| {
         if op.k == 0 {
-            return unread(name_a, a, tile);
+            return unread(name, addr, tile);
         }
-        match op.a_layout {
-            Layout::RowMajor => TensorMapParams::matrix(name_a, a, m, k, op.lda as u64, batch, op.stride_a as u64, tile),
-            Layout::ColMajor => TensorMapParams::matrix(name_a, a, k, m, op.lda as u64, batch, op.stride_a as u64, tile),
-        }
+        let (rows, cols) = if k_contiguous { (mn, k) } else { (k, mn) };
+        TensorMapParams::matrix(name, addr, rows, cols, ld as u64, batch, stride as u64, tile)
     };
-    let map_b = |tile| {
-        if op.k == 0 {
-            return unread(name_b, b, tile);
-        }
-        match op.b_layout {
-            Layout::ColMajor => TensorMapParams::matrix(name_b, b, n, k, op.ldb as u64, batch, op.stride_b as u64, tile),
-            Layout::RowMajor => TensorMapParams::matrix(name_b, b, k, n, op.ldb as u64, batch, op.stride_b as u64, tile),
-        }
-    };
+    let map_a = |tile| operand(name_a, a, op.a_layout == Layout::RowMajor, m, op.lda, op.stride_a, tile);
+    let map_b = |tile| operand(name_b, b, op.b_layout == Layout::ColMajor, n, op.ldb, op.stride_b, tile);
     let (whole_a, whole_b) = (map_a(spec.a_box)?, map_b(spec.b_box)?);
     // C in memory: rows of its contiguous dimension (N, or M for a column-major C).
     let (c_rows, c_len) = match op.c_layout {

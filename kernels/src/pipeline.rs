@@ -21,6 +21,12 @@ impl<const STAGES: u32> PipelineState<STAGES> {
         PipelineState { stage: 0, phase: 1 }
     }
 
+    /// The stage the ring visits before `stage`.
+    #[inline(always)]
+    pub const fn stage_before(stage: u32) -> u32 {
+        if stage == 0 { STAGES - 1 } else { stage - 1 }
+    }
+
     #[inline(always)]
     pub fn advance(&mut self) {
         self.stage += 1;
@@ -52,5 +58,6 @@ mod tests {
         assert_eq!(seen, [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (0, 0)]);
         let p = PipelineState::<3>::producer();
         assert_eq!((p.stage, p.phase), (0, 1));
+        assert_eq!([0, 1, 2].map(PipelineState::<3>::stage_before), [2, 0, 1]);
     }
 }

@@ -203,6 +203,21 @@ impl KernelSpec {
         Self::share_bytes(self.b_box, self.b_major, self.tile_n / self.cluster, n0, n)
     }
 
+    /// Whether the CTA whose first row is `m0` loads a K-major A through the edge map: its tile
+    /// crosses `m`.
+    pub const fn a_at_edge(&self, m0: u32, m: u32) -> bool {
+        Self::crosses(self.tile_m, m0, m)
+    }
+
+    /// Whether the share of B's rows that starts at `n0` is loaded through the edge map.
+    pub const fn b_share_at_edge(&self, n0: u32, n: u32) -> bool {
+        Self::crosses(self.tile_n / self.cluster, n0, n)
+    }
+
+    const fn crosses(rows: u32, start: u32, end: u32) -> bool {
+        start + rows > end
+    }
+
     const fn share_bytes(whole: TmaBox, major: Major, rows: u32, start: u32, end: u32) -> u32 {
         if start >= end {
             0
@@ -210,7 +225,7 @@ impl KernelSpec {
             let boxes = (end - start).div_ceil(whole.inner);
             let all = rows / whole.inner;
             (if boxes < all { boxes } else { all }) * whole.bytes()
-        } else if start + rows <= end {
+        } else if !Self::crosses(rows, start, end) {
             whole.bytes()
         } else {
             Self::edge(whole, major, end).bytes()
@@ -306,6 +321,9 @@ mod tests {
         assert_eq!((v7.a_bytes(0, 8192), v7.a_bytes(7936, 8000), v7.a_bytes(8064, 8000)), (128 * slice, 64 * slice, 0));
         assert_eq!((v7.a_bytes(0, 1), v7.a_bytes(128, 160)), (8 * slice, 32 * slice));
         assert_eq!((v7.b_share_bytes(0, 200), v7.b_share_bytes(128, 200), v7.b_share_bytes(256, 200)), (128 * slice, 72 * slice, 0));
+        // The kernel loads through the edge map exactly where the bytes count the edge box.
+        assert_eq!((v7.a_at_edge(0, 8192), v7.a_at_edge(7936, 8000), v7.a_at_edge(0, 100)), (false, true, true));
+        assert_eq!((v7.b_share_at_edge(0, 200), v7.b_share_at_edge(128, 200), v7.b_share_at_edge(128, 256)), (false, true, false));
         // An M- or N-major operand keeps its 64-wide boxes and loads those that start before the end.
         let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN && s.b_major == Major::MN).unwrap();
         assert_eq!((mn.a_edge_box(16), mn.b_edge_box(16)), (mn.a_box, mn.b_box));

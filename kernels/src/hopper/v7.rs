@@ -341,7 +341,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
     let wg = tid / 128;
 
     let rank = sreg::cluster_ctarank();
-    let sched = spec::<T>("", a_mn, b_mn, c_col).scheduler(args.m, args.n);
+    let this = spec::<T>("", a_mn, b_mn, c_col);
+    let sched = this.scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
     // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`.
     let unit = |idx: u32| {
@@ -357,7 +358,6 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
         _ => StreamK::new(tiles * args.batch, num_kb, workers),
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    let this = spec::<T>("", a_mn, b_mn, c_col);
     let b_share = T::BN / T::CLUSTER;
     // C's contiguous dimension: N, or M for a column-major C. TMA stores reach the last whole
     // 16-byte chunk of it; the rest of a row-major C's rows is stored from registers.
@@ -403,8 +403,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                 for cta in 0..T::CLUSTER {
                     stage_bytes += this.b_share_bytes(n0 + cta * b_share, args.n);
                 }
-                let a_map = if m0 + T::BM <= args.m { map_a } else { map_a_edge };
-                let b_map = if n + b_share <= args.n { map_b } else { map_b_edge };
+                let a_map = if !this.a_at_edge(m0, args.m) { map_a } else { map_a_edge };
+                let b_map = if !this.b_share_at_edge(n, args.n) { map_b } else { map_b_edge };
                 for kb in work.kb_begin..work.kb_end {
                     let s = write.stage;
                     let k0 = kb * BK;
@@ -504,7 +504,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                 // The previous slice's MMAs have retired: its stage may be refilled. (Its stage is
                 // derived from `s`, not carried over from the last pass, so that it is uniform too
                 // and so are the addresses of the releases.)
-                let prev = if s == 0 { stages - 1 } else { s - 1 };
+                let prev = PipelineState::<STAGES>::stage_before(s);
                 acc.wait_group::<1>();
                 for cta in 0..T::CLUSTER {
                     mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
@@ -512,7 +512,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                 read.advance();
             }
             acc.wait_group::<0>();
-            let last = if read.stage == 0 { stages - 1 } else { read.stage - 1 };
+            let last = PipelineState::<STAGES>::stage_before(read.stage);
             // K = 0 (C = beta·C) consumed no slice, so it releases none: a release here would be
             // a phase of an `empty` barrier that no load matches, which the producer's tail could
             // wait on for ever, or which could land after the peer CTA has exited.
