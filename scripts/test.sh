@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command. Needs no GPU: it installs NVIDIA's ptxas, cuobjdump and nvdisasm from PyPI
 # into .tools/ (once), then runs every test of the workspace; GPU tests are #[ignore]d and run
-# on a GPU machine with scripts/device-tests.sh. rust-toolchain.toml brings the pinned nightly
-# and rust-src with the first cargo call.
+# on a GPU machine (scripts/device-final.sh runs them from binaries built here).
+# rust-toolchain.toml brings the pinned nightly and rust-src with the first cargo call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CUDA_TOOLS=.tools/cuda

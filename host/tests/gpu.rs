@@ -1,5 +1,5 @@
 //! GPU tests: what `hgemm verify` does, as tests. They need an NVIDIA GPU, so they are ignored in
-//! the normal suite (CI has none) and run on a GPU machine with `--ignored` (scripts/device-tests.sh).
+//! the normal suite (CI has none) and run on a GPU machine with `--ignored` (scripts/device-final.sh).
 //! A test run on the wrong GPU, or on none, fails: it never passes by skipping.
 
 use hgemm::testing::{self, Cublas};

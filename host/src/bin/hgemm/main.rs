@@ -6,6 +6,7 @@
 //! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct] [--samples N]
 //!              [--json FILE] [--csv FILE] [--svg FILE]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
+//! hgemm plan   [--shapes MxNxK,...] [--sms N]
 //! hgemm ptx --out DIR
 //! ```
 mod bench;
@@ -18,11 +19,13 @@ use hgemm::{Error, Gemm, KernelSpec};
 pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: hgemm <info | verify | bench | run | ptx --out DIR> [options]
+const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct] [--samples N] [--json F] [--csv F] [--svg F]
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
-         (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)";
+         (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)
+  plan   [--shapes MxNxK,...] [--sms N]
+         (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, and its grid)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         Some("verify") => verify(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("run") => run::run(&args[1..]),
+        Some("plan") => plan(&args[1..]),
         Some("ptx") => ptx(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
@@ -163,6 +167,33 @@ fn verify(args: &[String]) -> CliResult {
         }
     }
     tally.finish()
+}
+
+/// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
+/// out on the host: the kernel, its grid, and whether its schedule splits tiles by K. A
+/// persistent kernel's grid assumes that every SM holds one of its CTAs and clusters pair every
+/// SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`: 66 pairs of 132 SMs); on a
+/// GPU that fits fewer clusters, the library's own launch is smaller.
+fn plan(args: &[String]) -> CliResult {
+    let sms: u32 = match flag(args, "--sms").map(str::parse) {
+        None => 132,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => return Err("--sms wants a positive number".into()),
+    };
+    let shapes = match flag(args, "--shapes") {
+        Some(list) => bench::parse_shapes(list)?,
+        None => bench::SWEEP.to_vec(),
+    };
+    let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
+    println!("{:<20} {:<22} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
+    for (m, n, k) in shapes {
+        let op = hgemm::GemmOp::new(m, n, k);
+        let spec = hgemm::op::choose(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
+        let shape = hgemm::op::shape(spec, &op, sms / spec.cluster);
+        let schedule = if shape.split { "stream-K: the last waves split by K" } else { "whole tiles" };
+        println!("{:<20} {:<22} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
+    }
+    Ok(true)
 }
 
 fn ptx(args: &[String]) -> CliResult {

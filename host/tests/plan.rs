@@ -1,0 +1,85 @@
+//! `hgemm plan` and the README's kernel columns: which kernel `auto` runs for a shape, and
+//! whether it splits tiles, worked out without a GPU. Needs no GPU.
+
+use hgemm::{op, GemmOp, KernelSpec};
+use hgemm_kernels::spec::Family;
+use std::process::Command;
+
+/// The Hopper kernel `auto` picks on a 132-SM GPU, as the README's tables name it, and whether
+/// its schedule splits tiles by K.
+fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
+    let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
+    let op = GemmOp::new(m, n, k);
+    let spec = op::choose(hopper.iter().copied(), &op, 132).expect("a kernel for every shape");
+    (spec.name, op::shape(spec, &op, 132 / spec.cluster).split)
+}
+
+fn shape(cell: &str) -> (usize, usize, usize) {
+    let d: Vec<usize> = cell.split('×').map(|x| x.trim().parse().unwrap()).collect();
+    (d[0], d[1], d[2])
+}
+
+/// Rows of the README's markdown tables whose header starts with `header`.
+fn table_rows<'a>(readme: &'a str, header: &str) -> Vec<Vec<&'a str>> {
+    let mut rows = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with(header) {
+            lines.next(); // |---|
+            for row in lines.by_ref().take_while(|l| l.starts_with('|')) {
+                rows.push(row.trim_matches('|').split('|').map(str::trim).collect());
+            }
+        }
+    }
+    rows
+}
+
+#[test]
+fn the_readme_names_the_kernels_auto_runs() {
+    let readme = include_str!("../../README.md");
+    // The sweep: "split" and "kernel" are its last two columns.
+    let sweep = table_rows(readme, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | without stream-K");
+    let mut checked = 0;
+    for row in sweep.iter().filter(|r| r[0].contains('×')) {
+        let (m, n, k) = shape(row[0]);
+        let (kernel, split) = pick(m, n, k);
+        let (said_split, said_kernel) = (row[row.len() - 2], row[row.len() - 1]);
+        assert_eq!((said_kernel, said_split == "yes"), (kernel, split), "README sweep row {}", row[0]);
+        checked += 1;
+    }
+    assert_eq!(checked, 12, "the sweep table has the issue's twelve shapes");
+    // Beyond the sweep: "kernel" reads `wide`, or the entry's name after `hopper_v7_`, and
+    // ", split" where the schedule splits.
+    let beyond = table_rows(readme, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | kernel |");
+    assert!(beyond.len() >= 60, "the beyond-the-sweep tables: {} rows", beyond.len());
+    for row in &beyond {
+        let (m, n, k) = shape(row[0]);
+        let (kernel, split) = pick(m, n, k);
+        let said = row[4];
+        let (name, said_split) = match said.strip_suffix(", split") {
+            Some(name) => (name, true),
+            None => (said, false),
+        };
+        let name = if name == "wide" { "hopper_v7".to_string() } else { format!("hopper_v7_{name}") };
+        assert_eq!((name.as_str(), said_split), (kernel, split), "README row {}", row[0]);
+    }
+}
+
+#[test]
+fn plan_runs_without_a_gpu() {
+    let hgemm = env!("CARGO_BIN_EXE_hgemm");
+    let out = Command::new(hgemm).args(["plan", "--shapes", "8192x8192x8192,128x8192x8192"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(&rows[0][..4], ["8192x8192x8192", "hopper_v7", "132", "2"], "{text}");
+    assert!(rows[0][4].starts_with("stream-K"), "{text}");
+    assert_eq!(&rows[1][..2], ["128x8192x8192", pick(128, 8192, 8192).0], "{text}");
+    // The sweep by default; a bad SM count is an error, not a guess.
+    let all = Command::new(hgemm).arg("plan").output().unwrap();
+    assert_eq!(String::from_utf8(all.stdout).unwrap().lines().count(), 13);
+    let bad = Command::new(hgemm).args(["plan", "--sms", "0"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--sms"));
+}
