@@ -1,5 +1,5 @@
-//! The device scripts name kernels the crate defines; these tests keep the names in step. Needs
-//! no GPU.
+//! The device scripts name kernels the crate defines; these tests keep the names in step, and
+//! check that every script parses. Needs no GPU.
 
 use hgemm_kernels::spec::Family;
 use std::collections::BTreeSet;
@@ -16,4 +16,20 @@ fn the_reliability_scripts_variants_are_every_hopper_entry_off_the_ladder() {
     let variants: BTreeSet<&str> = hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper && !ladder.contains(k.name)).map(|k| k.name).collect();
     assert!(!variants.is_empty());
     assert_eq!(listed, variants, "VARIANTS in scripts/device-reliability.sh against the crate's Hopper entries off the ladder");
+}
+
+/// Every script parses (`bash -n`): the device scripts run on a machine where a typo costs a call.
+#[test]
+fn every_script_parses() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sh") {
+            let out = std::process::Command::new("bash").arg("-n").arg(&path).output().unwrap();
+            assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "{checked} scripts in {}", dir.display());
 }
