@@ -420,6 +420,16 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
     LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k)
 }
 
+/// What `auto` would run for `op` among `kernels` on a GPU with `sms` SMs, and its launch, worked
+/// out without a GPU (`hgemm plan`): a persistent grid is taken to hold one CTA per SM in
+/// clusters that pair every SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`:
+/// 66 pairs of 132 SMs) and what [`choose`] counts with; a GPU that holds fewer gets a smaller
+/// grid from [`Gemm`](crate::Gemm), which asks the device.
+pub fn choose_offline<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<(&'a KernelSpec, LaunchShape)> {
+    let spec = choose(kernels, op, sms)?;
+    Some((spec, shape(spec, op, sms / spec.cluster)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

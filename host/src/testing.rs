@@ -154,7 +154,7 @@ impl Cublas {
 pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
     use hgemm_kernels::spec::Major;
     // An entry that writes C column-major reads the caller's B as its A, and A as its B.
-    let (a_major, b_major) = if kernel.c_col_major { (kernel.b_major, kernel.a_major) } else { (kernel.a_major, kernel.b_major) };
+    let (a_major, b_major) = if swaps(kernel, Layout::RowMajor) { (kernel.b_major, kernel.a_major) } else { (kernel.a_major, kernel.b_major) };
     let op = GemmOp::new(m, n, k);
     let op = if a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
     if b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }

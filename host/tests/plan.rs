@@ -9,9 +9,8 @@ use std::process::Command;
 /// its schedule splits tiles by K.
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
-    let op = GemmOp::new(m, n, k);
-    let spec = op::choose(hopper.iter().copied(), &op, 132).expect("a kernel for every shape");
-    (spec.name, op::shape(spec, &op, 132 / spec.cluster).split)
+    let (spec, shape) = op::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
+    (spec.name, shape.split)
 }
 
 fn shape(cell: &str) -> (usize, usize, usize) {

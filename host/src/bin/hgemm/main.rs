@@ -170,10 +170,8 @@ fn verify(args: &[String]) -> CliResult {
 }
 
 /// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
-/// out on the host: the kernel, its grid, and whether its schedule splits tiles by K. A
-/// persistent kernel's grid assumes that every SM holds one of its CTAs and clusters pair every
-/// SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`: 66 pairs of 132 SMs); on a
-/// GPU that fits fewer clusters, the library's own launch is smaller.
+/// out on the host ([`hgemm::op::choose_offline`]): the kernel, its grid, and whether its schedule
+/// splits tiles by K.
 fn plan(args: &[String]) -> CliResult {
     let sms: u32 = match flag(args, "--sms").map(str::parse) {
         None => 132,
@@ -188,8 +186,7 @@ fn plan(args: &[String]) -> CliResult {
     println!("{:<20} {:<22} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
-        let spec = hgemm::op::choose(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
-        let shape = hgemm::op::shape(spec, &op, sms / spec.cluster);
+        let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
         let schedule = if shape.split { "stream-K: the last waves split by K" } else { "whole tiles" };
         println!("{:<20} {:<22} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
     }
