@@ -16,12 +16,13 @@
 //!   share B. For M ≤ 64, where half of a slim pair would compute rows past M, and for N ≤ 64,
 //!   [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim
 //!   pairs). The host picks by the number of waves each shape needs.
-//! - **C column-major** (the `_cm` entry): the epilogue writes each staging box transposed
-//!   (two 2-byte stores per register pair) and stores it at C's transposed coordinates. The host
-//!   hands a call with a row-major C to this entry as Cᵀ = B·Aᵀ, so that a small M becomes the
-//!   tile's 192 columns, where every tile in the normal orientation computes 256 rows:
-//!   160×8192×8192 0.73× → 0.84× cuBLAS, 192×14336×4096 0.78× → 0.90×. TMA writes all of C
-//!   (C's contiguous dimension a multiple of 8; the host keeps other calls off this entry).
+//! - **C column-major** (the `_cm` entries, lean and mid): the epilogue writes each staging box
+//!   transposed (two 2-byte stores per register pair) and stores it at C's transposed
+//!   coordinates. The host hands a call with a row-major C to these entries as Cᵀ = B·Aᵀ, so that
+//!   a small M becomes the tile's 192 columns, where every tile in the normal orientation computes
+//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean), 320×8192×8192 0.78× → 0.85× (mid: one
+//!   wave of pairs where the lean tile takes two). TMA writes all of C (C's contiguous dimension
+//!   a multiple of 8; the host keeps other calls off these entries).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
 //!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
 //!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
@@ -111,8 +112,8 @@ pub trait Tile {
 pub struct Wide;
 /// 128×192 with two consumers, clusters of two (256×192 per cluster), 4 stages: for outputs
 /// that 192 columns cover in fewer waves than 256 (768×4096: 1.5 waves of wide tiles or of
-/// square ones, 1.0 of these). K-major B only: each CTA's 96 rows of B are not whole 64-wide
-/// boxes of an N-major B.
+/// square ones, 1.0 of these), and written column-major for a small M at large N (`_cm`). K-major
+/// B only: each CTA's 96 rows of B are not whole 64-wide boxes of an N-major B.
 pub struct Mid;
 /// 128×128 with two consumers, clusters of two (256×128 per cluster), 6 stages: for outputs with
 /// too few wide tiles to fill the SMs (512×4096: 64 wide tiles, 128 square ones, for 132 SMs).
@@ -251,6 +252,7 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Wide>("hopper_v7_wide_mnmn", true, true, false),
     spec::<Mid>("hopper_v7_mid_kk", false, false, false),
     spec::<Mid>("hopper_v7_mid_mnk", true, false, false),
+    spec::<Mid>("hopper_v7_mid_kk_cm", false, false, true),
     spec::<Square>("hopper_v7_square_kk", false, false, false),
     spec::<Square>("hopper_v7_square_kmn", false, true, false),
     spec::<Square>("hopper_v7_square_mnk", true, false, false),
@@ -299,6 +301,7 @@ entries! {
     hopper_v7_wide_mnmn: Wide, true, true, RowMajorC;
     hopper_v7_mid_kk: Mid, false, false, RowMajorC;
     hopper_v7_mid_mnk: Mid, true, false, RowMajorC;
+    hopper_v7_mid_kk_cm: Mid, false, false, ColMajorC;
     hopper_v7_square_kk: Square, false, false, RowMajorC;
     hopper_v7_square_kmn: Square, false, true, RowMajorC;
     hopper_v7_square_mnk: Square, true, false, RowMajorC;
