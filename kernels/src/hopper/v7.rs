@@ -75,8 +75,9 @@
 //! Measured on an H200 at 8192³ (2026-11-30, eleventh session, paired with cuBLAS in one run):
 //! 677 TFLOP/s, 1.018× cuBLAS (v6: 1.007×); the same kernel as `auto` and `direct` in the same
 //! process read 1.017× and 1.032× (1.030, 1.028 and 1.025 in the tenth session's final run). The
-//! 12-shape sweep's geometric mean: 0.998, 0.993 and 0.993 in three runs (0.991–0.998 for the
-//! tenth session's final code, 0.992 before the uniform descriptors). Stream-K on against off,
+//! 12-shape sweep's geometric mean: 0.998, 0.993 and 0.993 in three runs, 0.996–1.000 in nine
+//! more of the same PTX in the twelfth session (0.991–0.998 for the tenth session's final code,
+//! 0.992 before the uniform descriptors). Stream-K on against off,
 //! four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
