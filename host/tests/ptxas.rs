@@ -2,7 +2,8 @@
 //! SASS. Needs no GPU; `scripts/test.sh` installs ptxas and cuobjdump from PyPI.
 //!
 //! Checked for every GEMM kernel and target: it assembles, without a warning (so `setmaxnreg`
-//! is honoured, C7508, and no `wgmma` is serialized), with no stack frame and no spills; its SASS
+//! is honoured, C7508, and no `wgmma` is serialized), with a `setmaxnreg` split that the
+//! registers it launches with can pay for, with no stack frame and no spills; its SASS
 //! holds the tensor-core and TMA instructions it is meant to (HGMMA on Hopper, UTC*MMA on
 //! Blackwell), and Hopper's v7 feeds its HGMMAs descriptors computed in uniform registers. The
 //! resulting table — registers, shared memory, instruction counts — must equal
@@ -122,6 +123,39 @@ fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
     Assembled { resources, sass, warnings }
 }
 
+/// The PTX of entry `name`, from its `.entry` line to the next entry.
+fn entry_body<'a>(text: &'a str, name: &str) -> &'a str {
+    let at = text.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("{name} missing"));
+    &text[at..at + 1 + text[at + 1..].find(".entry ").unwrap_or(text.len() - at - 1)]
+}
+
+/// `setmaxnreg` moves registers between the warpgroups of a CTA: the producer warpgroup (the
+/// first) gives registers back with `dec`, and every other warpgroup's `inc` waits until the
+/// CTA's pool holds what it asks for. Only the registers the CTA launched with are in that pool,
+/// so a split that needs more than `registers × threads` hangs every launch at the `inc` (seen on
+/// the H200 in the twelfth session: 48/232 for 384 threads launched at 168, 2,048 too many).
+fn check_register_budget(spec: &KernelSpec, body: &str, registers: u32, arch: &str) {
+    let values = |op: &str| -> Vec<u32> {
+        let form = format!("setmaxnreg.{op}.sync.aligned.u32 ");
+        body.match_indices(&form).map(|(i, _)| body[i + form.len()..].split(';').next().unwrap().trim().parse().unwrap()).collect()
+    };
+    let (dec, inc) = (values("dec"), values("inc"));
+    if dec.is_empty() && inc.is_empty() {
+        return;
+    }
+    assert!(dec.len() == 1 && inc.len() == 1, "{} on {arch}: expected one setmaxnreg.dec (producer) and one .inc (consumers): {dec:?} {inc:?}", spec.name);
+    let needed = 128 * dec[0] + (spec.threads - 128) * inc[0];
+    assert!(
+        needed <= registers * spec.threads,
+        "{} on {arch}: setmaxnreg {}/{} needs {needed} registers, the CTA launches with {registers} × {} = {}",
+        spec.name,
+        dec[0],
+        inc[0],
+        spec.threads,
+        registers * spec.threads
+    );
+}
+
 fn table() -> String {
     let mut t = String::from(
         "# Kernel resources\n\n\
@@ -136,6 +170,7 @@ fn table() -> String {
             let specs: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == family).collect();
             for spec in specs {
                 let r = asm.resources.get(spec.name).unwrap_or_else(|| panic!("{} missing from the {arch} ptxas report", spec.name));
+                check_register_budget(spec, entry_body(text, spec.name), r.registers, arch);
                 assert_eq!((r.stack, r.spill_stores, r.spill_loads), (0, 0, 0), "{} on {arch}: stack or spills: {r:?}", spec.name);
                 let s = asm.sass.get(spec.name).cloned().unwrap_or_default();
                 assert!(s.mma > 0, "{} on {arch}: no tensor-core MMA in the SASS", spec.name);
@@ -180,9 +215,8 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
     for (family, text) in ptx::all() {
         assert!(text.contains(&format!(".target {}", family.ptx_target())));
         for spec in hgemm_kernels::kernels().filter(|s| s.family == family) {
-            let entry = format!(".entry {}(", spec.name);
-            let at = text.find(&entry).unwrap_or_else(|| panic!("{} missing", spec.name));
-            let header = &text[at..at + text[at..].find('{').unwrap()];
+            let body = entry_body(text, spec.name);
+            let header = &body[..body.find('{').unwrap()];
             assert!(header.contains(&format!(".maxntid {}, 1, 1", spec.threads)), "{}: {header}", spec.name);
             // The host passes A, B and C, and A's and B's edge maps to kernels with edge maps.
             let maps = if spec.edge_maps { 5 } else { 3 };
@@ -190,7 +224,6 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
             // The host launches a kernel as a programmatic dependent only if it waits for its
             // predecessor itself; one that does not would read inputs the previous kernel is still
             // writing.
-            let body = &text[at..at + 1 + text[at + 1..].find(".entry ").unwrap_or(text.len() - at - 1)];
             assert_eq!(body.contains("griddepcontrol.wait;"), spec.dependent_launch, "{}: griddepcontrol.wait against dependent_launch", spec.name);
         }
         let hang_tests = ["hgemm_hang_test", "hgemm_hang_flag_test"].into_iter().filter(|_| cfg!(feature = "hang-guard"));
