@@ -392,7 +392,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // 64×128). With one column, B is a few rows that every tile reads from L2.
             let shares_b = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
             // On a tie between the lean tile and its column-major twin, the form of the call
-            // whose M (the side pairs stack along) is the shorter: measured 4–8% faster at
+            // whose M (the side pairs stack along) is the shorter: measured 3.6–8% faster at
             // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
             // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
             // (from −1.4% to +6%), so its ties keep the first entry.
