@@ -396,7 +396,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
             // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
             // (from −1.4% to +6%), so its ties keep the first entry.
-            let shorter_m = if (s.tile_m, s.tile_n) == (64, 192) { kop.m } else { 0 };
+            let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
             (s.general && shares_b && supports(s, op).is_ok()).then(|| (cost(s, &kop), shorter_m, s))
         })
         .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
@@ -406,13 +406,17 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
 /// What a split schedule costs beyond its path, as a factor (see `choose`).
 const SPLIT_PENALTY: f64 = 1.06;
 
+/// The lean tile's shape (`tile_m`, `tile_n`): the one tile `choose` rates, and breaks ties for,
+/// apart from the others.
+const LEAN: (u32, u32) = (64, 192);
+
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     match (s.tile_m, s.tile_n) {
         // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
         // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
         // 0.816 against mid 0.765).
-        (64, 192) => 0.78,
+        LEAN => 0.78,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,
