@@ -144,11 +144,13 @@ fn bench_shape(
     for s in 0..sets {
         prepared.push(gemm.prepare(None, stream, &op, &a[s], &b[s], &mut c[s])?);
     }
-    // About 60 ms of timed calls per sample (at 600 TFLOP/s), after about 40 ms of the same
-    // contender untimed. The card is power-capped: a short sample runs at whatever clock the
+    // About 60 ms of timed calls per sample (a call's time estimated at 600 TFLOP/s, or at
+    // 4 TB/s for the bytes it must move where that is longer: short K), after about 40 ms of the
+    // same contender untimed. The card is power-capped: a short sample runs at whatever clock the
     // previous contender left (5 ms samples read v6 at 1.13× cuBLAS right after the slow v0 and
     // v1, against ~1.02× in steady state), so every sample first brings the clock to its own.
-    let calls = ((60e-3 * 600e12) / (2.0 * m as f64 * n as f64 * k as f64)).ceil().clamp(1.0, 20000.0) as usize;
+    let call_s = (2.0 * m as f64 * n as f64 * k as f64 / 600e12).max(set_bytes as f64 / 4e12);
+    let calls = (60e-3 / call_s).ceil().clamp(1.0, 20000.0) as usize;
     let warmup = (calls * 2).div_ceil(3);
     for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all.
