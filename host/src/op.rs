@@ -289,6 +289,8 @@ pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
     let why = if spec.c_col_major && !op.m.is_multiple_of(8) {
         // The kernel stores C only through TMA, which writes whole 16-byte chunks.
         Some(format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {})", op.m))
+    } else if spec.single_tile_column() && op.n > spec.tile_n as usize {
+        Some(format!("its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {})", spec.tile_n, spec.tile_n, op.n))
     } else if !spec.general && !op.is_native() {
         Some("it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string())
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -410,6 +412,9 @@ const SPLIT_PENALTY: f64 = 1.06;
 /// apart from the others.
 const LEAN: (u32, u32) = (64, 192);
 
+/// The trim tile's shape: the lean tile 160 columns wide, for one column of tiles.
+const TRIM: (u32, u32) = (64, 160);
+
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     match (s.tile_m, s.tile_n) {
@@ -417,6 +422,10 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
         // 0.816 against mid 0.765).
         LEAN => 0.78,
+        // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
+        // 0.70 and 0.80 each miss one (thirteenth session: 144×14336×4096 trim 0.83× cuBLAS
+        // against mid 0.78×, 16384×144×4096 mid 0.875× against trim 0.85×).
+        TRIM => 0.75,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,
@@ -643,12 +652,17 @@ mod tests {
         assert_eq!(pick(128, 16384, 8192), slim);
         // M from 129 to 192: lean tiles with the operands' places traded, so that M is the
         // tile's 192 columns (ninth session: 160×8192×8192 0.84× cuBLAS against 0.73× for square
-        // pairs); past 192, square pairs again (208×8192×8192: 0.88× against 0.60×).
+        // pairs), or up to 160 the trim tile's 160 (thirteenth session: 0.88× against 0.85× for
+        // lean tiles, 136×8192×8192 0.89× against 0.85×); past 192, square pairs again
+        // (208×8192×8192: 0.88× against 0.60×).
         let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
-        for m in [136, 160, 192] {
-            assert_eq!(name(m, 8192, 8192), "hopper_v7_lean_kk_cm", "{m}");
+        for m in [136, 152, 160] {
+            assert_eq!(name(m, 8192, 8192), "hopper_v7_trim_kk_cm", "{m}");
         }
-        assert_eq!(name(160, 4096, 4096), "hopper_v7_lean_kk_cm");
+        assert_eq!(name(168, 8192, 8192), "hopper_v7_lean_kk_cm");
+        assert_eq!(name(192, 8192, 8192), "hopper_v7_lean_kk_cm");
+        assert_eq!(name(160, 4096, 4096), "hopper_v7_trim_kk_cm");
+        assert_eq!(name(144, 14336, 4096), "hopper_v7_trim_kk_cm");
         assert_eq!(pick(208, 8192, 8192), square);
         // Where the lean pairs take two waves, or fill one only with a split, mid pairs written
         // column-major take one (twelfth session, forced: 320×8192×8192 0.85× against 0.78× for
@@ -664,13 +678,21 @@ mod tests {
         }
         assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
-        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for mid).
-        for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096), (4096, 192, 4096)] {
-            assert_eq!(name(m, n, k), "hopper_v7_lean_kk", "{m}x{n}x{k}");
+        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for mid),
+        // or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean tiles), but
+        // for 256 trim tiles against 128 mid ones (16384×144×4096: mid 0.875×, trim 0.85×).
+        for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
         }
+        assert_eq!(name(4096, 192, 4096), "hopper_v7_lean_kk");
+        assert_eq!(name(16384, 144, 4096), "hopper_v7_mid_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
-        assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_lean_kk");
+        assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_trim_kk");
+        // The trim tile takes one column of tiles only.
+        let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();
+        assert!(matches!(supports(trim, &GemmOp::new(8192, 168, 64)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
+        assert_eq!(supports(trim, &GemmOp::new(8192, 160, 64)), Ok(()));
         // The entry that writes C column-major needs whole 16-byte chunks of it: not at N = 8190.
         let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);
         let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();

@@ -296,11 +296,18 @@ pub struct Rejection {
 
 /// Calls `kernel` cannot take: each must return the expected [`Error`] and write nothing.
 pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSpec) -> Result<Vec<Rejection>> {
-    let (m, n, k) = (256, 256, 128);
-    let (la, lb, _) = lengths(&op_for(kernel, m, n, k));
+    // A call the kernel takes, but for the one thing wrong with each case.
+    let t = kernel.tile_n as usize;
+    let (m, n, k) = match (kernel.single_tile_column(), kernel.c_col_major) {
+        (false, _) => (256, 256, 128),
+        (true, false) => (256, t, 128),
+        (true, true) => (t, 256, 128),
+    };
+    // Buffers long enough for every case, the one 8 rows or columns larger included.
+    let (la, lb, lc) = lengths(&op_for(kernel, m + 8, n + 8, k));
     let a = random(gemm, stream, la + 8, 1, 1.0)?;
     let b = random(gemm, stream, lb, 2, 1.0)?;
-    let mut c = unsafe { stream.alloc::<bf16>(m * n) }.map_err(drv("cuMemAlloc"))?;
+    let mut c = unsafe { stream.alloc::<bf16>(lc) }.map_err(drv("cuMemAlloc"))?;
     let mut out = Vec::new();
     let mut expect = |what: &str, c: &mut CudaSlice<bf16>, call: &dyn Fn(&mut CudaSlice<bf16>) -> Result<()>, ok: &dyn Fn(&Error) -> bool| -> Result<()> {
         fill(gemm, stream, c, GUARD)?;
@@ -320,6 +327,10 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
         expect("N odd (TMA store)", &mut c, &|c| run(op_for(kernel, m, n - 1, k), &a.slice(..), c), &|e| {
             matches!(e, Error::Unsupported { .. })
         })?;
+    }
+    if kernel.single_tile_column() {
+        let (m2, n2) = if kernel.c_col_major { (m + 8, n) } else { (m, n + 8) };
+        expect("two columns of tiles", &mut c, &|c| run(op_for(kernel, m2, n2, k), &a.slice(..), c), &|e| matches!(e, Error::Unsupported { .. }))?;
     }
     if !kernel.general {
         expect("beta != 0 on a ladder kernel", &mut c, &|c| run(op_for(kernel, m, n, k).beta(1.0), &a.slice(..), c), &|e| {
@@ -344,6 +355,24 @@ pub const VERIFY_SHAPES: &[(usize, usize, usize)] = &[
     (8192, 8192, 8192),
 ];
 
+/// [`VERIFY_SHAPES`] for `kernel`. An entry that takes one column of tiles only
+/// ([`KernelSpec::single_tile_column`]) gets each shape with the side its tiles' columns cover (N,
+/// or M for an entry that writes C column-major) replaced by a whole or partial column: N stays a
+/// multiple of 8, as a dense C needs for TMA; M, which a column-major entry takes as it comes, need
+/// not.
+pub fn verify_shapes(kernel: &KernelSpec) -> Vec<(usize, usize, usize)> {
+    if !kernel.single_tile_column() {
+        return VERIFY_SHAPES.to_vec();
+    }
+    let t = kernel.tile_n as usize;
+    let (ns, ms) = ([t, 8, t - 24, t - 8, t, t - 16, t, t - 24, t], [t, 1, t - 31, t - 3, t, t - 16, t, t - 29, t]);
+    VERIFY_SHAPES
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, n, k))| if kernel.c_col_major { (ms[i], n, k) } else { (m, ns[i], k) })
+        .collect()
+}
+
 /// Odd N: rows of C start at odd elements. Direct-store epilogues must handle it; TMA-store ones
 /// must refuse it ([`check_rejections`]).
 pub const ODD_N_SHAPE: (usize, usize, usize) = (67, 301, 40);
@@ -353,7 +382,7 @@ pub const ODD_N_SHAPE: (usize, usize, usize) = (67, 301, 40);
 pub fn verify_kernel(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, seed: u64) -> Result<Vec<(String, bool)>> {
     let mut lines = Vec::new();
     let odd = kernel.c_box.is_none().then_some(ODD_N_SHAPE);
-    for (i, &shape) in VERIFY_SHAPES.iter().chain(odd.iter()).enumerate() {
+    for (i, &shape) in verify_shapes(kernel).iter().chain(odd.iter()).enumerate() {
         let case = check(gemm, blas, stream, kernel, shape, seed.wrapping_add(i as u64 * 7919))?;
         let cpu = case.vs_cpu.map(|c| format!("{:.2e}", c.rel_error)).unwrap_or_else(|| "-".into());
         lines.push((

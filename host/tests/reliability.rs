@@ -10,7 +10,7 @@
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DriverError};
 use half::bf16;
 use hgemm::testing::{self, BufferComparison, Cublas, Rng, Variant};
-use hgemm::{Family, Gemm, GemmOp, KernelSpec};
+use hgemm::{Family, Gemm, GemmOp, KernelSpec, Layout};
 use std::sync::Arc;
 
 fn open() -> Gemm {
@@ -209,7 +209,8 @@ fn hopper_outputs_are_bitwise_deterministic() {
         // general kernels through every option at once (beta ≠ 0: C is an input too).
         let k = 4104;
         let op = if kernel.general {
-            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, 1999, 3000);
+            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, 1999, 3000);
+            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
             testing::op_with(kernel, m, n, k, &Variant::GENERAL)
         } else {
             testing::op_for(kernel, 1999, 3000, k)
@@ -283,6 +284,7 @@ fn hopper_soak_keeps_device_memory_flat() {
     let mut pairs = Vec::new();
     for &(m, n, k) in &shapes {
         for kernel in gemm.kernels() {
+            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
             let op = testing::op_for(kernel, m, n, k);
             let index = match buffers.iter().position(|b| b.op == op) {
                 Some(i) => i,
@@ -394,9 +396,11 @@ fn hopper_concurrent_streams_share_one_handle() {
                         let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
                         let n = rng.range(1, 1500).div_ceil(8) * 8;
                         let op = if kernel.general && rng.chance(0.5) {
+                            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, m, n);
                             let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
                             testing::op_with(kernel, m, n, k, &Variant::GENERAL)
                         } else {
+                            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
                             testing::op_for(kernel, m, n, k)
                         };
                         let name = if auto { "auto" } else { kernel.name };

@@ -165,6 +165,14 @@ impl KernelSpec {
         crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
     }
 
+    /// Whether the epilogue's last staging box reaches past the tile's columns (a tile width that
+    /// is not a multiple of [`crate::staging::BOX_COLS`]): its store would overwrite the first
+    /// columns of the next tile along N, so the entry takes only calls that one column of tiles
+    /// covers, where TMA clips the box at C's edge.
+    pub const fn single_tile_column(&self) -> bool {
+        self.c_box.is_some() && !self.tile_n.is_multiple_of(crate::staging::BOX_COLS)
+    }
+
     /// The box of A's edge map for an `m`-row problem: the rows of A's last tile row that lie
     /// before `m`, rounded up to 8, for a K-major A whose last tile row is partial; otherwise the
     /// whole box (a valid map that no CTA needs). TMA fills the rows of a box past the tensor's

@@ -128,6 +128,19 @@ pub fn dims_for(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (u
     }
 }
 
+/// `m` and `n` with the side that `kernel`'s tile columns run along (N, or M where the call
+/// reaches it as Cᵀ) folded into one column of tiles, `1 + (x - 1) % tile_n`, for an entry that
+/// takes no more ([`KernelSpec::single_tile_column`]); for every other entry, unchanged. Folding
+/// keeps a multiple of 8 one.
+pub fn within_one_column(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (usize, usize) {
+    let fold = |x: usize| if x == 0 { 0 } else { 1 + (x - 1) % kernel.tile_n as usize };
+    match (kernel.single_tile_column(), swaps(kernel, c_layout)) {
+        (false, _) => (m, n),
+        (true, false) => (m, fold(n)),
+        (true, true) => (fold(m), n),
+    }
+}
+
 /// `op` in one line: shape, batch, storage orders with leading dimensions, alpha, beta.
 pub fn describe(op: &GemmOp) -> String {
     let order = |l: Layout| if l == Layout::RowMajor { "row" } else { "col" };
@@ -187,7 +200,9 @@ pub fn within_sweep_bounds(op: &GemmOp) -> bool {
 /// dimensions, alpha, beta and batches ([`Variant`]); the ladder's v0–v6 take the dense native
 /// call. Every case fits [`within_sweep_bounds`] (K is halved until it does). The first cases
 /// are fixed corners: the smallest call, one tile plus one, an output beyond 8192 in both
-/// dimensions, K = 65536, and very tall and very wide outputs.
+/// dimensions, K = 65536, and very tall and very wide outputs. For an entry that takes one column
+/// of tiles only ([`KernelSpec::single_tile_column`]) every N is cut to that column: in the
+/// corners to `tile_n`, in the draws to 1..=`tile_n`, its edge a third of the time.
 pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCase> {
     let name_hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     let mut rng = Rng::new(seed ^ name_hash);
@@ -211,9 +226,16 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
         assert!(draws < 100 * count as u64 + 1000, "sweep for {} cannot find cases within its bounds", kernel.name);
         let v = if kernel.general { variant(&mut rng) } else { Variant::PLAIN };
         let (mk, nk, mut k) = match corners.get(index) {
-            Some(&(m, n, k)) => (m, n, k),
+            Some(&(m, n, k)) => (m, if kernel.single_tile_column() { n.min(unit_n) } else { n }, k),
             None => {
-                let (m, n) = (dim(&mut rng, unit_m), dim(&mut rng, unit_n));
+                let m = dim(&mut rng, unit_m);
+                let n = if !kernel.single_tile_column() {
+                    dim(&mut rng, unit_n)
+                } else if rng.chance(0.35) {
+                    unit_n - rng.range(0, 1)
+                } else {
+                    rng.range(1, unit_n)
+                };
                 (m, n, k_dim(&mut rng))
             }
         };
@@ -283,7 +305,9 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
     // Partial tiles in the kernel's coordinates (an entry that writes C column-major takes its
     // M in multiples of 8).
-    let (pm, pn) = (if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 }, unit_n + 40);
+    // M in multiples of 8; an entry that takes one column of tiles, a partial column.
+    let pn = if kernel.single_tile_column() { unit_n - 24 } else { unit_n + 40 };
+    let (pm, pn) = (if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 }, pn);
     let plain = |mk, nk, k| {
         let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
         (format!("{m}x{n}x{k}"), op_for(kernel, m, n, k))
@@ -359,6 +383,8 @@ mod tests {
                 scaled |= op.beta != 0.0 && op.alpha != 1.0;
                 padded |= !op.is_native() && op.ldc > op.n.div_ceil(8) * 8;
             }
+            // An entry that takes one column of tiles has no N beyond 8192.
+            big_n |= kernel.single_tile_column();
             assert!(big_m && big_n && k_max, "{}: M, N beyond 8192 and K = 65536 must all occur", kernel.name);
             assert!(boundary >= 40, "{}: only {boundary} cases at a tile boundary", kernel.name);
             if kernel.general {
@@ -391,14 +417,35 @@ mod tests {
     }
 
     #[test]
+    fn one_column_entries_get_calls_within_their_column() {
+        let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
+        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm"]);
+        for kernel in hgemm_kernels::kernels() {
+            let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
+            let expected = match (kernel.single_tile_column(), kernel.c_col_major) {
+                (false, _) => [(1999, 3000), (1999, 3000)],
+                // 3000 = 18·160 + 120, 1999 = 12·160 + 79: folded on the side the tiles' columns run along.
+                (true, false) => [(1999, 120), (79, 3000)],
+                (true, true) => [(79, 3000), (1999, 120)],
+            };
+            assert_eq!(folded, expected, "{}", kernel.name);
+            for &(m, n, k) in &crate::testing::verify_shapes(kernel) {
+                check_plannable(kernel, &op_for(kernel, m, n, k), &format!("verify {m}x{n}x{k}"));
+            }
+        }
+    }
+
+    #[test]
     fn op_with_puts_a_column_major_c_in_the_kernels_orders() {
         for kernel in hgemm_kernels::kernels().filter(|k| k.general) {
             for c_layout in [Layout::RowMajor, Layout::ColMajor] {
                 let v = Variant { c_layout, ..Variant::GENERAL };
-                let op = op_with(kernel, 304, 200, 72, &v);
+                // Within one column of tiles for the entries that take no more.
+                let (m, n) = if kernel.single_tile_column() { (152, 144) } else { (304, 200) };
+                let op = op_with(kernel, m, n, 72, &v);
                 let (kop, _) = op::for_kernel(kernel, &op);
                 assert_eq!((kop.a_major(), kop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);
-                check_plannable(kernel, &op, "304x200x72");
+                check_plannable(kernel, &op, &format!("{m}x{n}x72"));
             }
         }
     }

@@ -12,16 +12,18 @@
 //!   (M = 128, N = 8192 makes 32 wide tiles, but 128 slim ones); its m64n128 MMAs read 25% fewer
 //!   shared-memory bytes per FLOP than the two m64n64 of a 128×64 tile, which measured 7% faster
 //!   at M = 128. [`Lean`] is 64×192 with a single consumer and 6 stages, for N from 129 to 192
-//!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). These five pair CTAs along M to
-//!   share B. For M ≤ 64, where half of a slim pair would compute rows past M, and for N ≤ 64,
+//!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). [`Trim`] is the lean tile 160
+//!   wide, for N from 129 to 160, which one column of its tiles covers (8192×160×8192: 0.89×
+//!   cuBLAS against 0.82× for lean tiles). These six pair CTAs along
+//!   M to share B. For M ≤ 64, where half of a slim pair would compute rows past M, and for N ≤ 64,
 //!   [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim
 //!   pairs). The host picks by the number of waves each shape needs.
-//! - **C column-major** (the `_cm` entries, lean and mid): the epilogue writes each staging box
+//! - **C column-major** (the `_cm` entries, lean, trim and mid): the epilogue writes each staging box
 //!   transposed (two 2-byte stores per register pair) and stores it at C's transposed
 //!   coordinates. The host hands a call with a row-major C to these entries as Cᵀ = B·Aᵀ, so that
 //!   a small M becomes the tile's 192 columns, where every tile in the normal orientation computes
-//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean), 320×8192×8192 0.78× → 0.85× (mid: one
-//!   wave of pairs where the lean tile takes two). TMA writes all of C (C's contiguous dimension
+//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× → 0.85×
+//!   (mid: one wave of pairs where the lean tile takes two). TMA writes all of C (C's contiguous dimension
 //!   a multiple of 8; the host keeps other calls off these entries).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
 //!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
@@ -127,6 +129,12 @@ pub struct Slim;
 /// and M is the tile's 192 columns (160×8192: 128 of these against 64 square pairs that compute
 /// 256 rows), and as a plain entry for N from 129 to 192. K-major A and B only, as [`Mid`].
 pub struct Lean;
+/// 64×160 with one consumer, clusters of two, 6 stages: the lean tile trimmed to 160 columns,
+/// for outputs 129 to 160 wide (or, written column-major, tall), which the lean tile covers with
+/// up to 63 columns to spare. Its last staging box is 64 columns wide like the others, so it
+/// reaches 32 columns past the tile: the entry takes only calls that one column of tiles covers,
+/// where TMA clips that box at C's edge ([`KernelSpec::single_tile_column`]).
+pub struct Trim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
 /// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
@@ -176,6 +184,15 @@ impl Tile for Lean {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 96];
+}
+
+impl Tile for Trim {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 160;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 80];
 }
 
 impl Tile for Thin {
@@ -264,6 +281,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Slim>("hopper_v7_slim_mnmn", true, true, false),
     spec::<Lean>("hopper_v7_lean_kk", false, false, false),
     spec::<Lean>("hopper_v7_lean_kk_cm", false, false, true),
+    spec::<Trim>("hopper_v7_trim_kk", false, false, false),
+    spec::<Trim>("hopper_v7_trim_kk_cm", false, false, true),
     spec::<Thin>("hopper_v7_thin_kk", false, false, false),
     spec::<Thin>("hopper_v7_thin_kmn", false, true, false),
     spec::<Thin>("hopper_v7_thin_mnk", true, false, false),
@@ -313,6 +332,8 @@ entries! {
     hopper_v7_slim_mnmn: Slim, true, true, RowMajorC;
     hopper_v7_lean_kk: Lean, false, false, RowMajorC;
     hopper_v7_lean_kk_cm: Lean, false, false, ColMajorC;
+    hopper_v7_trim_kk: Trim, false, false, RowMajorC;
+    hopper_v7_trim_kk_cm: Trim, false, false, ColMajorC;
     hopper_v7_thin_kk: Thin, false, false, RowMajorC;
     hopper_v7_thin_kmn: Thin, false, true, RowMajorC;
     hopper_v7_thin_mnk: Thin, true, false, RowMajorC;
@@ -554,7 +575,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                 // The common call: v6's epilogue. A loop over the four boxes with a filter on the
                 // pairs measured 1.4% faster overall than the straight-line pass below (whose
                 // code is 2.4 times larger); with alpha and beta in it, though, it spills.
-                for j in 0..T::BN / C_BOX.inner {
+                for j in 0..T::BN.div_ceil(C_BOX.inner) {
                     let buf = staging(boxes % 2);
                     boxes += 1;
                     if leader {
@@ -619,7 +640,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                         hi += args.beta * old_hi;
                     }
                     C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
-                    if p % pairs_per_box == pairs_per_box - 1 {
+                    // The box's last pair, or the fragment's (the trim tile's last box is half full).
+                    if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
                         fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
                         if leader {
@@ -632,7 +654,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                         }
                     }
                 });
-                boxes += T::BN / C_BOX.inner;
+                boxes += T::BN.div_ceil(C_BOX.inner);
             }
             if n0 + T::BN > tma_columns && !c_col {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
