@@ -678,8 +678,8 @@ mod tests {
         }
         assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
-        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for mid),
-        // or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean tiles), but
+        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for
+        // mid), or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean tiles), but
         // for 256 trim tiles against 128 mid ones (16384×144×4096: mid 0.875×, trim 0.85×).
         for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");

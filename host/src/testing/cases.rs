@@ -424,7 +424,8 @@ mod tests {
             let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
             let expected = match (kernel.single_tile_column(), kernel.c_col_major) {
                 (false, _) => [(1999, 3000), (1999, 3000)],
-                // 3000 = 18·160 + 120, 1999 = 12·160 + 79: folded on the side the tiles' columns run along.
+                // 3000 = 18·160 + 120, 1999 = 12·160 + 79, folded on the side the tiles'
+                // columns run along.
                 (true, false) => [(1999, 120), (79, 3000)],
                 (true, true) => [(79, 3000), (1999, 120)],
             };

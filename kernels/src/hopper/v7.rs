@@ -14,17 +14,17 @@
 //!   at M = 128. [`Lean`] is 64×192 with a single consumer and 6 stages, for N from 129 to 192
 //!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). [`Trim`] is the lean tile 160
 //!   wide, for N from 129 to 160, which one column of its tiles covers (8192×160×8192: 0.89×
-//!   cuBLAS against 0.82× for lean tiles). These six pair CTAs along
-//!   M to share B. For M ≤ 64, where half of a slim pair would compute rows past M, and for N ≤ 64,
-//!   [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim
-//!   pairs). The host picks by the number of waves each shape needs.
-//! - **C column-major** (the `_cm` entries, lean, trim and mid): the epilogue writes each staging box
-//!   transposed (two 2-byte stores per register pair) and stores it at C's transposed
+//!   cuBLAS against 0.82× for lean tiles). These six pair CTAs along M to share B. For M ≤ 64,
+//!   where half of a slim pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64
+//!   with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks
+//!   by the number of waves each shape needs.
+//! - **C column-major** (the `_cm` entries, lean, trim and mid): the epilogue writes each staging
+//!   box transposed (two 2-byte stores per register pair) and stores it at C's transposed
 //!   coordinates. The host hands a call with a row-major C to these entries as Cᵀ = B·Aᵀ, so that
 //!   a small M becomes the tile's 192 columns, where every tile in the normal orientation computes
-//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× → 0.85×
-//!   (mid: one wave of pairs where the lean tile takes two). TMA writes all of C (C's contiguous dimension
-//!   a multiple of 8; the host keeps other calls off these entries).
+//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× →
+//!   0.85× (mid: one wave of pairs where the lean tile takes two). TMA writes all of C (C's
+//!   contiguous dimension a multiple of 8; the host keeps other calls off these entries).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
 //!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
 //!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
@@ -640,7 +640,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                         hi += args.beta * old_hi;
                     }
                     C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
-                    // The box's last pair, or the fragment's (the trim tile's last box is half full).
+                    // The box's last pair, or the fragment's (the trim tile's last box is half
+                    // full).
                     if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
                         fence::proxy_async_shared_cta();
                         bar::sync(1 + c, 128);
