@@ -283,23 +283,50 @@ pub fn for_kernel(spec: &KernelSpec, op: &GemmOp) -> (GemmOp, bool) {
     if spec.c_col_major { op.col_major_c() } else { op.row_major_c() }
 }
 
-/// Whether `spec` can compute `op`, and if not, why.
-pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
-    let (op, _) = for_kernel(spec, op);
-    let why = if spec.c_col_major && !op.m.is_multiple_of(8) {
-        // The kernel stores C only through TMA, which writes whole 16-byte chunks.
-        Some(format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {})", op.m))
+/// Why a kernel cannot compute a call (in the kernel's form, [`for_kernel`]); worded only when
+/// reported, so that `choose` can rule out entries without formatting a message for each.
+enum Refusal {
+    /// C column-major with its contiguous dimension (the kernel's M) not a multiple of 8.
+    ColMajorC(usize),
+    /// More than one column of tiles (the kernel's N) for an entry that takes one.
+    ColumnsOfTiles(usize),
+    NotNative,
+    Orders,
+}
+
+fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
+    if spec.c_col_major && !op.m.is_multiple_of(8) {
+        Some(Refusal::ColMajorC(op.m))
     } else if spec.single_tile_column() && op.n > spec.tile_n as usize {
-        Some(format!("its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {})", spec.tile_n, spec.tile_n, op.n))
+        Some(Refusal::ColumnsOfTiles(op.n))
     } else if !spec.general && !op.is_native() {
-        Some("it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string())
+        Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
-        Some(format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major))
+        Some(Refusal::Orders)
     } else {
         None
-    };
-    match why {
-        Some(reason) => Err(Error::Unsupported { kernel: spec.name, reason }),
+    }
+}
+
+impl Refusal {
+    fn reason(&self, spec: &KernelSpec) -> String {
+        match *self {
+            // The kernel stores C only through TMA, which writes whole 16-byte chunks.
+            Refusal::ColMajorC(m) => format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"),
+            Refusal::ColumnsOfTiles(n) => format!(
+                "its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
+                spec.tile_n, spec.tile_n
+            ),
+            Refusal::NotNative => "it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string(),
+            Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
+        }
+    }
+}
+
+/// Whether `spec` can compute `op`, and if not, why.
+pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
+    match refusal(spec, &for_kernel(spec, op).0) {
+        Some(r) => Err(Error::Unsupported { kernel: spec.name, reason: r.reason(spec) }),
         None => Ok(()),
     }
 }
@@ -399,7 +426,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
             // (from −1.4% to +6%), so its ties keep the first entry.
             let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-            (s.general && shares_b && supports(s, op).is_ok()).then(|| (cost(s, &kop), shorter_m, s))
+            (s.general && shares_b && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
         })
         .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
         .map(|(_, _, s)| s)
