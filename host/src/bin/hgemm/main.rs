@@ -23,7 +23,8 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --ou
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct] [--samples N] [--json F] [--csv F] [--svg F]
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
-         (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call)
+         (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
+          a --shapes call a kernel cannot take is reported with the reason and not counted)
   plan   [--shapes MxNxK,...] [--sms N]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, and its grid)";
 
@@ -56,6 +57,8 @@ fn main() -> ExitCode {
 pub(crate) struct Tally {
     passed: usize,
     failed: usize,
+    /// Calls a kernel named on the command line cannot take (each printed with the reason).
+    not_taken: usize,
 }
 
 impl Tally {
@@ -67,10 +70,15 @@ impl Tally {
         }
     }
 
-    /// Print the closing line; success if nothing failed.
+    pub(crate) fn record_not_taken(&mut self) {
+        self.not_taken += 1;
+    }
+
+    /// Print the closing line; success if nothing failed and something was checked.
     pub(crate) fn finish(self) -> CliResult {
-        println!("{} passed, {} failed", self.passed, self.failed);
-        Ok(self.failed == 0)
+        let not_taken = if self.not_taken > 0 { format!(", {} not taken (the kernel cannot compute the call)", self.not_taken) } else { String::new() };
+        println!("{} passed, {} failed{not_taken}", self.passed, self.failed);
+        Ok(self.failed == 0 && self.passed > 0)
     }
 }
 

@@ -49,6 +49,13 @@ pub fn run(args: &[String]) -> CliResult {
                 .collect(),
         };
         for (i, (what, op)) in cases.iter().enumerate() {
+            // A shape from the command line may be one a kernel cannot take (a trim entry past
+            // one column of tiles, say): say so and go on. The kernel's own cases it must take.
+            if let (Some(_), Err(e)) = (&shapes, hgemm::op::supports(kernel, op)) {
+                println!("{:<22} {what:<58} {e}", kernel.name);
+                tally.record_not_taken();
+                continue;
+            }
             let on_cpu = match reference {
                 Reference::Cpu => true,
                 Reference::Cublas => false,
