@@ -419,7 +419,7 @@ mod tests {
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
         let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
-        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm"]);
+        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
             let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
             let expected = match (kernel.single_tile_column(), kernel.c_col_major) {

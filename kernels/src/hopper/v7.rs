@@ -14,15 +14,16 @@
 //!   at M = 128. [`Lean`] is 64×192 with a single consumer and 6 stages, for N from 129 to 192
 //!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). [`Trim`] is the lean tile 160
 //!   wide, for N from 129 to 160, which one column of its tiles covers (8192×160×8192: 0.89×
-//!   cuBLAS against 0.82× for lean tiles). These six pair CTAs along M to share B. For M ≤ 64,
-//!   where half of a slim pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64
-//!   with no cluster (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks
-//!   by the number of waves each shape needs.
-//! - **C column-major** (the `_cm` entries, lean, trim and mid): the epilogue writes each staging
-//!   box transposed (two 2-byte stores per register pair) and stores it at C's transposed
-//!   coordinates. The host hands a call with a row-major C to these entries as Cᵀ = B·Aᵀ, so that
-//!   a small M becomes the tile's 192 columns, where every tile in the normal orientation computes
-//!   256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× →
+//!   cuBLAS against 0.82× for lean tiles), and [`MidTrim`] the mid tile 160 wide, for the same
+//!   outputs at large M (16384×160×5120: 0.98× against 0.90× for mid tiles). These seven pair
+//!   CTAs along M to share B. For M ≤ 64, where half of a slim pair would compute rows past M,
+//!   and for N ≤ 64, [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against
+//!   0.86× for slim pairs). The host picks by the number of waves each shape needs.
+//! - **C column-major** (the `_cm` entries of the lean, trim, mid and trimmed mid tiles): the
+//!   epilogue writes each staging box transposed (two 2-byte stores per register pair) and
+//!   stores it at C's transposed coordinates. The host hands a call with a row-major C to these
+//!   entries as Cᵀ = B·Aᵀ, so that a small M becomes the tile's 160 or 192 columns, where every
+//!   tile in the normal orientation computes 256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× →
 //!   0.85× (mid: one wave of pairs where the lean tile takes two). TMA writes all of C (C's
 //!   contiguous dimension a multiple of 8; the host keeps other calls off these entries).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
@@ -135,6 +136,10 @@ pub struct Lean;
 /// reaches 32 columns past the tile: the entry takes only calls that one column of tiles covers,
 /// where TMA clips that box at C's edge ([`KernelSpec::single_tile_column`]).
 pub struct Trim;
+/// 128×160 with two consumers, clusters of two, 4 stages: the mid tile trimmed to 160 columns,
+/// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
+/// pairs would take more than one wave; one column of tiles only, like [`Trim`].
+pub struct MidTrim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
 /// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
@@ -191,6 +196,15 @@ impl Tile for Trim {
     const BN: u32 = 160;
     const CLUSTER: u32 = 2;
     const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 80];
+}
+
+impl Tile for MidTrim {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 160;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 80];
 }
@@ -283,6 +297,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Lean>("hopper_v7_lean_kk_cm", false, false, true),
     spec::<Trim>("hopper_v7_trim_kk", false, false, false),
     spec::<Trim>("hopper_v7_trim_kk_cm", false, false, true),
+    spec::<MidTrim>("hopper_v7_midtrim_kk", false, false, false),
+    spec::<MidTrim>("hopper_v7_midtrim_kk_cm", false, false, true),
     spec::<Thin>("hopper_v7_thin_kk", false, false, false),
     spec::<Thin>("hopper_v7_thin_kmn", false, true, false),
     spec::<Thin>("hopper_v7_thin_mnk", true, false, false),
@@ -334,6 +350,8 @@ entries! {
     hopper_v7_lean_kk_cm: Lean, false, false, ColMajorC;
     hopper_v7_trim_kk: Trim, false, false, RowMajorC;
     hopper_v7_trim_kk_cm: Trim, false, false, ColMajorC;
+    hopper_v7_midtrim_kk: MidTrim, false, false, RowMajorC;
+    hopper_v7_midtrim_kk_cm: MidTrim, false, false, ColMajorC;
     hopper_v7_thin_kk: Thin, false, false, RowMajorC;
     hopper_v7_thin_kmn: Thin, false, true, RowMajorC;
     hopper_v7_thin_mnk: Thin, true, false, RowMajorC;
