@@ -457,6 +457,10 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
         // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (thirteenth session).
         (128, 160) => 0.9,
+        // The wide tile trimmed to 224 columns: 0.95 picks the faster entry on every shape
+        // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
+        // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
+        (128, 224) => 0.95,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,
@@ -725,6 +729,17 @@ mod tests {
         for (m, n, k) in [(160, 16384, 5120), (160, 28672, 8192), (144, 14336, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
         }
+        // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
+        // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×
+        // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
+        // for mid tiles); at 8192 split square tiles stay.
+        for (m, n, k) in [(16384, 208, 4096), (32768, 224, 4096), (16384, 200, 5120), (14336, 208, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(208, 16384, 5120), (224, 28672, 8192), (208, 14336, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk_cm", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(8192, 208, 8192), "hopper_v7_square_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_trim_kk");

@@ -419,16 +419,21 @@ mod tests {
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
         let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
-        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm"]);
+        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
             let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
+            // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the
+            // trim tiles, 13·224 + 88 for the wide one.
+            let t = kernel.tile_n as usize;
+            let (m, n) = (1 + 1998 % t, 1 + 2999 % t);
             let expected = match (kernel.single_tile_column(), kernel.c_col_major) {
                 (false, _) => [(1999, 3000), (1999, 3000)],
-                // 3000 = 18·160 + 120, 1999 = 12·160 + 79, folded on the side the tiles'
-                // columns run along.
-                (true, false) => [(1999, 120), (79, 3000)],
-                (true, true) => [(79, 3000), (1999, 120)],
+                (true, false) => [(1999, n), (m, 3000)],
+                (true, true) => [(m, 3000), (1999, n)],
             };
+            if t == 160 {
+                assert_eq!((m, n), (79, 120));
+            }
             assert_eq!(folded, expected, "{}", kernel.name);
             for &(m, n, k) in &crate::testing::verify_shapes(kernel) {
                 check_plannable(kernel, &op_for(kernel, m, n, k), &format!("verify {m}x{n}x{k}"));

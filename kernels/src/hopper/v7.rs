@@ -15,17 +15,20 @@
 //!   (4096×160×4096: 1.11× cuBLAS against 0.93× for mid tiles). [`Trim`] is the lean tile 160
 //!   wide, for N from 129 to 160, which one column of its tiles covers (8192×160×8192: 0.89×
 //!   cuBLAS against 0.82× for lean tiles), and [`MidTrim`] the mid tile 160 wide, for the same
-//!   outputs at large M (16384×160×5120: 0.98× against 0.90× for mid tiles). These seven pair
-//!   CTAs along M to share B. For M ≤ 64, where half of a slim pair would compute rows past M,
-//!   and for N ≤ 64, [`Thin`] is 64×64 with no cluster (64×4096×4096: 1.00× cuBLAS against
-//!   0.86× for slim pairs). The host picks by the number of waves each shape needs.
-//! - **C column-major** (the `_cm` entries of the lean, trim, mid and trimmed mid tiles): the
-//!   epilogue writes each staging box transposed (two 2-byte stores per register pair) and
-//!   stores it at C's transposed coordinates. The host hands a call with a row-major C to these
-//!   entries as Cᵀ = B·Aᵀ, so that a small M becomes the tile's 160 or 192 columns, where every
-//!   tile in the normal orientation computes 256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS (lean; 0.88× trim), 320×8192×8192 0.78× →
-//!   0.85× (mid: one wave of pairs where the lean tile takes two). TMA writes all of C (C's
-//!   contiguous dimension a multiple of 8; the host keeps other calls off these entries).
+//!   outputs at large M (16384×160×5120: 0.98× against 0.90× for mid tiles); [`WideTrim`] is
+//!   the wide tile 224 wide, for N from 193 to 224 (32768×224×4096: 1.00× against 0.86× for
+//!   wide tiles). These eight pair CTAs along M to share B. For M ≤ 64, where half of a slim
+//!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
+//!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks by the number of
+//!   waves each shape needs.
+//! - **C column-major** (the `_cm` entries of the lean, mid and trimmed tiles): the epilogue
+//!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
+//!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
+//!   Cᵀ = B·Aᵀ, so that a small M becomes the tile's 160, 192 or 224 columns, where every
+//!   tile in the normal orientation computes 256 rows: 160×8192×8192 0.73× → 0.84× cuBLAS
+//!   (lean; 0.88× trim), 320×8192×8192 0.78× → 0.85× (mid: one wave of pairs where the lean tile
+//!   takes two). TMA writes all of C (C's contiguous dimension a multiple of 8; the host keeps
+//!   other calls off these entries).
 //! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
 //!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
 //!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
@@ -140,6 +143,10 @@ pub struct Trim;
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
 /// pairs would take more than one wave; one column of tiles only, like [`Trim`].
 pub struct MidTrim;
+/// 128×224 with two consumers, clusters of two, 4 stages: the wide tile trimmed to 224 columns,
+/// for outputs 193 to 224 wide (or tall), which the wide tile covers with up to 63 columns to
+/// spare; one column of tiles only, like [`Trim`].
+pub struct WideTrim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
 /// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
@@ -207,6 +214,15 @@ impl Tile for MidTrim {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 80];
+}
+
+impl Tile for WideTrim {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 224;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    #[cfg(hopper)]
+    type Acc = [f32; 112];
 }
 
 impl Tile for Thin {
@@ -299,6 +315,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Trim>("hopper_v7_trim_kk_cm", false, false, true),
     spec::<MidTrim>("hopper_v7_midtrim_kk", false, false, false),
     spec::<MidTrim>("hopper_v7_midtrim_kk_cm", false, false, true),
+    spec::<WideTrim>("hopper_v7_widetrim_kk", false, false, false),
+    spec::<WideTrim>("hopper_v7_widetrim_kk_cm", false, false, true),
     spec::<Thin>("hopper_v7_thin_kk", false, false, false),
     spec::<Thin>("hopper_v7_thin_kmn", false, true, false),
     spec::<Thin>("hopper_v7_thin_mnk", true, false, false),
@@ -352,6 +370,8 @@ entries! {
     hopper_v7_trim_kk_cm: Trim, false, false, ColMajorC;
     hopper_v7_midtrim_kk: MidTrim, false, false, RowMajorC;
     hopper_v7_midtrim_kk_cm: MidTrim, false, false, ColMajorC;
+    hopper_v7_widetrim_kk: WideTrim, false, false, RowMajorC;
+    hopper_v7_widetrim_kk_cm: WideTrim, false, false, ColMajorC;
     hopper_v7_thin_kk: Thin, false, false, RowMajorC;
     hopper_v7_thin_kmn: Thin, false, true, RowMajorC;
     hopper_v7_thin_mnk: Thin, true, false, RowMajorC;
