@@ -435,12 +435,8 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
 /// What a split schedule costs beyond its path, as a factor (see `choose`).
 const SPLIT_PENALTY: f64 = 1.06;
 
-/// The lean tile's shape (`tile_m`, `tile_n`): the one tile `choose` rates, and breaks ties for,
-/// apart from the others.
+/// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
 const LEAN: (u32, u32) = (64, 192);
-
-/// The trim tile's shape: the lean tile 160 columns wide, for one column of tiles.
-const TRIM: (u32, u32) = (64, 160);
 
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
@@ -452,7 +448,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
         // 0.70 and 0.80 each miss one (thirteenth session: 144×14336×4096 trim 0.83× cuBLAS
         // against mid 0.78×, 16384×144×4096 mid 0.875× against trim 0.85×).
-        TRIM => 0.75,
+        (64, 160) => 0.75,
         // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
         // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
         // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (thirteenth session).
@@ -713,8 +709,8 @@ mod tests {
         assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
         // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for
-        // mid), or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean tiles), but
-        // for 256 trim tiles against 128 mid ones (16384×144×4096: mid 0.875×, trim 0.85×).
+        // mid), or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean
+        // tiles).
         for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
         }

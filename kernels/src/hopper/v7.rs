@@ -678,7 +678,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                         hi += args.beta * old_hi;
                     }
                     C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
-                    // The box's last pair, or the fragment's (the trim tile's last box is half
+                    // The box's last pair, or the fragment's (a trimmed tile's last box is half
                     // full).
                     if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
                         fence::proxy_async_shared_cta();
