@@ -7,8 +7,9 @@
 //! made to the PTX text, both driven by the kernels' own `KernelSpec`s:
 //! - tensor-map parameters (128 bytes, which rustc can align to 16 only) get the 64-byte
 //!   alignment the driver requires for a `__grid_constant__` CUtensorMap;
-//! - each GEMM entry gets `.maxntid <threads>, 1, 1` and `.minnctapersm 1`, without which ptxas
-//!   assumes 1024-thread blocks and caps registers at 64 a thread.
+//! - each GEMM entry, and each tensor-core ceiling, gets `.maxntid <threads>, 1, 1` and
+//!   `.minnctapersm 1`, without which ptxas assumes 1024-thread blocks and caps registers at 64
+//!   a thread.
 
 use hgemm_kernels::spec::Family;
 use std::path::{Path, PathBuf};
@@ -64,14 +65,17 @@ fn compile(kernels: &Path, out: &Path, family: Family, hang_guard: bool) -> Stri
 }
 
 fn fix_up(ptx: &str, family: Family) -> String {
-    let specs: Vec<_> = hgemm_kernels::kernels().filter(|s| s.family == family).collect();
+    let mut entries: Vec<(&str, u32)> = hgemm_kernels::kernels().filter(|s| s.family == family).map(|s| (s.name, s.threads)).collect();
+    if family == Family::Hopper {
+        entries.extend(hgemm_kernels::hopper::ceiling::CEILINGS.iter().map(|c| (c.entry, c.threads())));
+    }
     let mut out = String::with_capacity(ptx.len() + 4096);
     let mut in_entry: Option<u32> = None;
     let mut found = 0;
     for line in ptx.lines() {
         let t = line.trim();
         if let Some(name) = t.strip_prefix(".visible .entry ").and_then(|r| r.strip_suffix('(')) {
-            in_entry = specs.iter().find(|s| s.name == name).map(|s| s.threads);
+            in_entry = entries.iter().find(|e| e.0 == name).map(|e| e.1);
             found += in_entry.is_some() as usize;
         }
         if t.starts_with(".param .align 16 .b8 ") && t.trim_end_matches(',').ends_with("[128]") {
@@ -86,6 +90,6 @@ fn fix_up(ptx: &str, family: Family) -> String {
             out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm 1\n"));
         }
     }
-    assert_eq!(found, specs.len(), "some {family:?} kernels named in their specs are missing from the PTX");
+    assert_eq!(found, entries.len(), "some {family:?} kernels named in their specs are missing from the PTX");
     out
 }

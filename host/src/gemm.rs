@@ -7,6 +7,7 @@ use crate::op::{self, GemmOp};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
+use hgemm_kernels::hopper::ceiling::CeilingSpec;
 use hgemm_kernels::spec::{Family, Grid, KernelSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,8 @@ pub struct Gemm {
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
+    /// Hopper's tensor-core ceilings, benchmark bounds (`hgemm_kernels::hopper::ceiling`).
+    ceilings: Vec<(&'static CeilingSpec, CudaFunction)>,
     #[cfg(feature = "hang-guard")]
     hang: HangGuard,
     _module: Arc<CudaModule>,
@@ -108,7 +111,17 @@ impl Gemm {
             })
             .max()
             .unwrap_or(0);
+        let mut ceilings = Vec::new();
+        if family == Family::Hopper {
+            for spec in hgemm_kernels::hopper::ceiling::CEILINGS {
+                let func = load(spec.entry)?;
+                func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.smem_bytes() as i32)
+                    .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
+                ceilings.push((spec, func));
+            }
+        }
         Ok(Gemm {
+            ceilings,
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
             compare: load("hgemm_compare_bf16")?,
@@ -430,6 +443,32 @@ impl Gemm {
         self.before_launch(None)?;
         // SAFETY: the parameters match hgemm_compare_bf16(out, reference, n, result).
         unsafe { launch::launch_raw(self.compare.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// Launch tensor-core ceiling `name` for the MMAs of an M×N×K call, spread evenly over
+    /// `ctas` CTAs of one per SM (at most the device's SMs), each writing one f32 per thread to
+    /// `sink` (the caller owns that many); B's values scaled by `b_scale`.
+    pub(crate) fn tensor_ceiling_raw(&self, stream: &CudaStream, name: &str, ctas: u32, sink: u64, (m, n, k): (usize, usize, usize), b_scale: f32) -> Result<()> {
+        let Some((spec, func)) = self.ceilings.iter().find(|c| c.0.name == name) else {
+            return Err(Error::UnknownKernel(format!("{name} (the ceilings are Hopper's)")));
+        };
+        if ctas == 0 || ctas > self.info.sms {
+            return Err(Error::Unsupported { kernel: spec.entry, reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms) });
+        }
+        let (per_tile, all) = spec.slices(m as u32, n as u32, k as u32);
+        let mut slices = u32::try_from(all.div_ceil(ctas as u64)).map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: too many slices for a ceiling")))?;
+        let (mut per_tile, mut b_scale, mut sink) = (per_tile, b_scale, sink);
+        let mut params: [*mut std::ffi::c_void; 4] = [
+            &mut slices as *mut u32 as *mut _,
+            &mut per_tile as *mut u32 as *mut _,
+            &mut b_scale as *mut f32 as *mut _,
+            &mut sink as *mut u64 as *mut _,
+        ];
+        let shape = LaunchShape::plain(ctas, spec.threads(), spec.smem_bytes());
+        self.before_launch(None)?;
+        // SAFETY: the parameters match the ceiling's (slices, tile_slices, b_scale, sink); the
+        // caller owns ctas × threads f32 at sink.
+        unsafe { launch::launch_raw(func.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
 
     /// Launch the deliberately broken pipeline `hgemm_hang_test` (two CTAs of 64 threads that

@@ -57,6 +57,56 @@ pub fn fill_random<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>,
     gemm.fill_random_raw(stream, p, len, seed, scale)
 }
 
+/// Time-only, Hopper: a tile's MMAs of an M×N×K call on random operands resident in shared
+/// memory, nothing loaded or stored (`hgemm_kernels::hopper::ceiling`): a bound on how fast any
+/// kernel built from those MMAs runs the call on this card.
+pub struct Ceiling {
+    /// One f32 per thread of the largest launch, where the MMAs' results go.
+    sink: CudaSlice<f32>,
+    /// CTAs (one per SM) the MMAs are spread over.
+    ctas: u32,
+}
+
+impl Ceiling {
+    /// The sink for `gemm`'s device; launches on every SM.
+    pub fn new(gemm: &Gemm, stream: &Arc<CudaStream>) -> Result<Ceiling> {
+        let threads = hgemm_kernels::hopper::ceiling::CEILINGS.iter().map(|c| c.threads()).max().unwrap_or(0);
+        let len = gemm.device().sms as usize * threads as usize;
+        Ok(Ceiling { sink: stream.alloc_zeros::<f32>(len).map_err(drv("cuMemAlloc"))?, ctas: gemm.device().sms })
+    }
+
+    /// Spread the MMAs over `ctas` SMs instead (what a grid that leaves SMs idle could reach);
+    /// checked when launched.
+    pub fn on_ctas(mut self, ctas: u32) -> Ceiling {
+        self.ctas = ctas;
+        self
+    }
+
+    /// The CTAs each launch has.
+    pub fn ctas(&self) -> u32 {
+        self.ctas
+    }
+
+    /// Enqueue ceiling `name`'s MMAs of an M×N×K call (names: `CEILINGS`).
+    /// [`Error::UnknownKernel`] for another name, or off Hopper; [`Error::Unsupported`] for more
+    /// CTAs than SMs.
+    pub fn run(&mut self, gemm: &Gemm, stream: &Arc<CudaStream>, name: &str, (m, n, k): (usize, usize, usize)) -> Result<()> {
+        if m == 0 || n == 0 || k == 0 {
+            return Err(Error::InvalidShape(format!("{m}x{n}x{k}: a ceiling needs MMAs to run")));
+        }
+        let (p, _g) = self.sink.device_ptr_mut(stream);
+        // B is scaled as the benchmark's inputs are: its bits are what the MMAs toggle.
+        gemm.tensor_ceiling_raw(stream, name, self.ctas, p, (m, n, k), 1.0 / (k as f32).sqrt())
+    }
+
+    /// The sink as the last launches left it, zeroed again.
+    pub fn take_sink(&mut self, stream: &Arc<CudaStream>) -> Result<Vec<f32>> {
+        let v = stream.clone_dtoh(&self.sink).map_err(drv("cuMemcpyDtoH"))?;
+        stream.memset_zeros(&mut self.sink).map_err(drv("cuMemsetD8"))?;
+        Ok(v)
+    }
+}
+
 /// cuBLAS as the reference and the baseline, computing the same C = A·Bᵀ (row-major).
 pub struct Cublas {
     blas: CudaBlas,

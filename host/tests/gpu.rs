@@ -111,3 +111,31 @@ fn hopper_chained_calls_see_their_predecessors_output() {
     }
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
 }
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_tensor_ceilings_run_their_mmas() {
+    let gemm = open(Family::Hopper);
+    let stream = gemm.context().default_stream();
+    let mut ceiling = testing::Ceiling::new(&gemm, &stream).unwrap();
+    assert!(matches!(ceiling.run(&gemm, &stream, "ceiling", (0, 1024, 1024)), Err(hgemm::Error::InvalidShape(_))));
+    assert!(matches!(ceiling.run(&gemm, &stream, "ceiling_none", (1024, 1024, 1024)), Err(hgemm::Error::UnknownKernel(_))));
+    let sms = gemm.device().sms;
+    let mut too_many = testing::Ceiling::new(&gemm, &stream).unwrap().on_ctas(sms + 1);
+    assert!(matches!(too_many.run(&gemm, &stream, "ceiling", (1024, 1024, 1024)), Err(hgemm::Error::Unsupported { .. })));
+    // Over fewer SMs, only their threads write.
+    let mut fewer = testing::Ceiling::new(&gemm, &stream).unwrap().on_ctas(sms / 2);
+    fewer.run(&gemm, &stream, "ceiling", (1000, 1024, 520)).unwrap();
+    let sink = fewer.take_sink(&stream).unwrap();
+    let written = (sms / 2 * hgemm_kernels::hopper::ceiling::CEILINGS[0].threads()) as usize;
+    assert!(sink[..written].iter().all(|x| x.is_finite() && *x != 0.0) && sink[written..].iter().all(|x| *x == 0.0));
+    for spec in hgemm_kernels::hopper::ceiling::CEILINGS {
+        ceiling.run(&gemm, &stream, spec.name, (1000, 1024, 520)).unwrap();
+        let sink = ceiling.take_sink(&stream).unwrap();
+        let threads = gemm.device().sms as usize * spec.threads() as usize;
+        // Every thread's last accumulator: a sum of products of random operands, so finite and
+        // not 0 (the sink starts zeroed); no thread past the launch writes.
+        assert!(sink[..threads].iter().all(|x| x.is_finite() && *x != 0.0), "{}: {:?}", spec.name, &sink[..8]);
+        assert!(sink[threads..].iter().all(|x| *x == 0.0), "{}", spec.name);
+    }
+}

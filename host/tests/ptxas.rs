@@ -236,6 +236,23 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
     }
 }
 
+/// The ceilings (benchmark bounds, not GEMMs) must run their tile's MMAs and nothing the GEMM's
+/// memory side does: no TMA, no mbarrier, no spills, their thread count as the register cap.
+#[test]
+fn tensor_ceilings_are_their_tiles_mmas_alone() {
+    let text = ptx::module(Family::Hopper);
+    let asm = assemble(Family::Hopper, text, "sm_90a");
+    for c in hgemm_kernels::hopper::ceiling::CEILINGS {
+        let body = entry_body(text, c.entry);
+        assert!(body[..body.find('{').unwrap()].contains(&format!(".maxntid {}, 1, 1", c.threads())), "{}", c.entry);
+        assert!(body.contains(&format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", c.bn)), "{}", c.entry);
+        let r = &asm.resources[c.entry];
+        assert_eq!((r.stack, r.spill_stores, r.spill_loads), (0, 0, 0), "{}: {r:?}", c.entry);
+        let s = &asm.sass[c.entry];
+        assert_eq!((s.mma, s.tma_load, s.tma_store, s.mbarrier), (4, 0, 0, 0), "{}: {s:?}", c.entry);
+    }
+}
+
 /// docs/blackwell.md repeats the Blackwell rows of docs/resources.md (which the test above keeps
 /// equal to ptxas's output) beside the seed's numbers: registers of both targets, shared memory,
 /// and sm_100a's SASS counts must agree.

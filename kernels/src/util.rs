@@ -18,6 +18,22 @@ fn bf16_bits(x: f32) -> u16 {
     ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }
 
+/// Two bf16 uniform in [-scale, scale), packed (the first in the low half), from a 32-bit hash
+/// of `index` (Chris Wellons' "lowbias32"; 16 bits of it per value are more than a bf16's 8-bit
+/// mantissa needs): shared-memory operands for the tensor-core ceilings (`hopper::ceiling`),
+/// cheap enough that filling 192 KB takes a few microseconds.
+#[inline(always)]
+pub(crate) fn random_bf16x2(index: u32, scale: f32) -> u32 {
+    let mut x = index;
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    let u = |bits: u32| (bits & 0xffff) as f32 * (1.0 / 32768.0) - 1.0;
+    crate::ptx::cvt::rn_bf16x2_f32(u(x) * scale, u(x >> 16) * scale)
+}
+
 /// `out[i] = scale · u`, u uniform in [-1, 1), for i < n; grid-stride.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn hgemm_fill_random_bf16(out: *mut u16, n: u64, seed: u64, scale: f32) {

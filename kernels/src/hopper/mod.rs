@@ -16,6 +16,7 @@
 use crate::args::GemmArgs;
 
 crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
+pub mod ceiling;
 
 /// Store a warpgroup's 64×N fragment (`wgmma` register layout, see
 /// [`Fragment`](crate::ptx::wgmma::Fragment)) to C at rows `row0..row0 + 64`, columns

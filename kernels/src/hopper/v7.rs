@@ -95,7 +95,8 @@ use crate::{
     staging::{ColMajorC, RowMajorC},
 };
 
-const BK: u32 = 64;
+/// Depth of a K slice: one 128-byte swizzle span of bf16.
+pub const BK: u32 = 64;
 const GROUP_M: u32 = 8;
 /// Width of a swizzled TMA box along K (K-major) or along M/N (MN-major): 128 bytes.
 const SPAN: u32 = 64;

@@ -3,6 +3,7 @@
 use crate::{flag, open, selected, CliResult};
 use hgemm::testing::{self, Cublas};
 use hgemm::{Gemm, KernelSpec};
+use hgemm_kernels::hopper::ceiling::{CeilingSpec, CEILINGS};
 use std::fmt::Write as _;
 
 /// The shapes of the Hopper performance target (M×N×K).
@@ -40,6 +41,9 @@ enum Contender {
     /// The same kernel launched directly: checks and tensor maps done once per input set
     /// (`Gemm::prepare`), then only `cuLaunchKernelEx` per call. Its gap to `Auto` is the API's cost.
     Direct,
+    /// Not a GEMM: a tile's MMAs of the call alone (`testing::Ceiling`), the bound on any kernel
+    /// built from them under this card's power cap.
+    Ceiling(&'static CeilingSpec),
 }
 
 impl Contender {
@@ -51,6 +55,7 @@ impl Contender {
             Contender::Auto => "hgemm (auto)".into(),
             Contender::Whole => "auto, no stream-K".into(),
             Contender::Direct => "auto, direct launch".into(),
+            Contender::Ceiling(c) => format!("{}: {}×{} MMAs alone", c.name, c.bm, c.bn),
         }
     }
 }
@@ -92,6 +97,19 @@ pub fn run(args: &[String]) -> CliResult {
     if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "direct")) {
         contenders.push(Contender::Direct);
     }
+    let mut ceiling = None;
+    for c in CEILINGS {
+        if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == c.name)) {
+            if ceiling.is_none() {
+                let c = testing::Ceiling::new(&gemm, &stream)?;
+                ceiling = Some(match flag(args, "--ceiling-ctas") {
+                    Some(n) => c.on_ctas(n.parse()?),
+                    None => c,
+                });
+            }
+            contenders.push(Contender::Ceiling(c));
+        }
+    }
 
     let d = gemm.device();
     crate::say_skipped(&gemm);
@@ -103,7 +121,7 @@ pub fn run(args: &[String]) -> CliResult {
     );
     let mut rows = Vec::new();
     for &shape in &shapes {
-        rows.extend(bench_shape(&gemm, &blas, &stream, &contenders, shape, samples)?);
+        rows.extend(bench_shape(&gemm, &blas, &stream, &contenders, &mut ceiling, shape, samples)?);
     }
     print_table(&rows);
     if let Some(path) = flag(args, "--json") {
@@ -124,6 +142,7 @@ fn bench_shape(
     blas: &Cublas,
     stream: &std::sync::Arc<cudarc::driver::CudaStream>,
     contenders: &[Contender],
+    ceiling: &mut Option<testing::Ceiling>,
     (m, n, k): (usize, usize, usize),
     samples: usize,
 ) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
@@ -154,10 +173,18 @@ fn bench_shape(
     let warmup = (calls * 2).div_ceil(3);
     for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all.
-        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, 0, (m, n, k)).map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
+        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k)).map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
+        if let (Contender::Ceiling(spec), Some(ceiling)) = (ct, ceiling.as_mut()) {
+            // Every thread's accumulator is written, finite and not zero: the MMAs ran.
+            let sink = ceiling.take_sink(stream)?;
+            let threads = ceiling.ctas() as usize * spec.threads() as usize;
+            if let Some(bad) = sink[..threads].iter().position(|x| !x.is_finite() || *x == 0.0) {
+                return Err(format!("{} on {m}x{n}x{k}: thread {bad} of {threads} wrote {}", spec.name, sink[bad]).into());
+            }
+        }
     }
     let mut sample = |ct: &Contender| -> Result<f64, Box<dyn std::error::Error>> {
-        let t = testing::time_median(stream, warmup, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, j, (m, n, k)))?;
+        let t = testing::time_median(stream, warmup, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, j, (m, n, k)))?;
         Ok(t[0])
     };
     // Each contender alternates with cuBLAS alone and is compared with the cuBLAS samples of its
@@ -190,6 +217,7 @@ fn run_one(
     b: &[cudarc::driver::CudaSlice<half::bf16>],
     c: &mut [cudarc::driver::CudaSlice<half::bf16>],
     prepared: &[hgemm::Prepared],
+    ceiling: &mut Option<testing::Ceiling>,
     j: usize,
     (m, n, k): (usize, usize, usize),
 ) -> hgemm::Result<()> {
@@ -201,6 +229,7 @@ fn run_one(
         Contender::Whole => gemm.gemm(stream, &hgemm::GemmOp::new(m, n, k).stream_k(false), &a[s], &b[s], &mut c[s]),
         // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
         Contender::Direct => unsafe { gemm.launch_prepared(&prepared[s], stream) },
+        Contender::Ceiling(spec) => ceiling.as_mut().expect("made with the contender").run(gemm, stream, spec.name, (m, n, k)),
     }
 }
 

@@ -3,8 +3,8 @@
 //! ```text
 //! hgemm info
 //! hgemm verify [--kernels v0,v3,...] [--seed N]
-//! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct] [--samples N]
-//!              [--json FILE] [--csv FILE] [--svg FILE]
+//! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N]
+//!              [--ceiling-ctas N] [--json FILE] [--csv FILE] [--svg FILE]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
 //! hgemm plan   [--shapes MxNxK,...] [--sms N]
 //! hgemm ptx --out DIR
@@ -21,7 +21,9 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
-  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct] [--samples N] [--json F] [--csv F] [--svg F]
+  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N] [--json F] [--csv F] [--svg F]
+         (ceiling, ceiling_mid, _lean, _lean_x2, _slim, _slim_x2: a tile's MMAs alone, nothing loaded
+          or stored, spread over every SM or over --ceiling-ctas N: what no kernel of those MMAs can beat)
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
           a --shapes call a kernel cannot take is reported with the reason and not counted)
@@ -119,7 +121,7 @@ pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item
         Some("all") => Ok(gemm.kernels().collect()),
         Some(list) => list
             .split(',')
-            .filter(|s| !matches!(*s, "auto" | "general" | "direct" | "whole"))
+            .filter(|s| !matches!(*s, "auto" | "general" | "direct" | "whole") && !s.starts_with("ceiling"))
             .map(|v| match v.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) => gemm.kernel(n),
                 None => gemm.kernels().find(|k| k.name == v).ok_or_else(|| Error::UnknownKernel(v.to_string())),
