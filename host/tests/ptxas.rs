@@ -55,7 +55,10 @@ struct Assembled {
 }
 
 fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
-    let dir = std::env::temp_dir().join(format!("hgemm-ptxas-{}-{arch}", std::process::id()));
+    // One directory per call: the tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hgemm-ptxas-{}-{call}-{arch}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (src, cubin) = (dir.join(format!("{}.ptx", family.ptx_target())), dir.join(format!("{arch}.cubin")));
     std::fs::write(&src, text).unwrap();

@@ -31,7 +31,7 @@ fn seed() -> u64 {
 }
 
 /// Cases up to this many multiply-adds may be recomputed in f64 on the host when cuBLAS disagrees.
-const ARBITRATION_MAX_MACS: usize = 1 << 33;
+const ARBITRATION_MAX_MACS: usize = 1 << 35;
 
 /// The sweep's buffers: inputs, our C, cuBLAS's C, and the GPU comparison's result slot.
 struct SweepBuffers {

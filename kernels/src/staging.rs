@@ -28,6 +28,18 @@ pub const fn offset(row: u32, col: u32) -> u32 {
     row * 128 + ((((byte / 16) ^ (row % 8)) * 16) | (byte % 16))
 }
 
+/// The address of register pair `i` (0..16) of a `wgmma` fragment's 64-column box in a buffer
+/// at `buf`, for lane `lane` of warp `warp` of the warpgroup: `buf + offset(16·warp + lane/4 +
+/// 8·(i % 2), 8·(i/2) + 2·(lane % 4))`, written as `(buf + t) ^ 16·(i/2) + 1024·(i % 2)`. The
+/// buffer is 1024-byte aligned, so the XOR only permutes 16-byte chunks as the swizzle does; and
+/// with the buffer inside the XOR, none of a box's 16 addresses is the same from box to box, so
+/// LLVM has nothing to hoist out of a loop into registers held across it.
+#[inline(always)]
+pub const fn fragment_pair_addr(buf: u32, warp: u32, lane: u32, i: u32) -> u32 {
+    let t = (16 * warp + lane / 4) * 128 + 4 * (lane % 4) + 16 * (lane / 4);
+    ((buf + t) ^ (16 * (i / 2))) + 1024 * (i % 2)
+}
+
 /// A staging box at a shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
@@ -139,6 +151,20 @@ mod tests {
         }
         // Inside a chunk, elements stay in order.
         assert_eq!(offset(3, 9) - offset(3, 8), 2);
+    }
+
+    #[test]
+    fn fragment_pair_addresses_are_the_swizzled_offsets() {
+        for buf in [0, 1024, 5 * 1024, 0x3_8000] {
+            for warp in 0..4 {
+                for lane in 0..32 {
+                    for i in 0..16 {
+                        let (row, col) = (16 * warp + lane / 4 + 8 * (i % 2), 8 * (i / 2) + 2 * (lane % 4));
+                        assert_eq!(fragment_pair_addr(buf, warp, lane, i), buf + offset(row, col), "{buf} {warp} {lane} {i}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -56,6 +56,13 @@
 //!   descriptors and the release addresses in uniform registers, which HGMMA reads directly. A
 //!   K slice costs a warp 31 vector instructions (and 29 uniform ones) instead of 79. On this
 //!   power-capped card fewer instructions is less energy: +0.5% on the sweep.
+//! - **Held tile** ([`Tile::HOLD`], the wide tile): when a tile finishes, its first two
+//!   64-column boxes are staged and stored as before, and the last two wait in registers as
+//!   packed bf16 ([`Held`]); the next piece stages one of them after each of its first two K
+//!   slices' MMAs are issued, so that they run while it does. (A piece too short to stage them,
+//!   and the end of the walk, stage what is left.) Holding three or four boxes spills. A/B
+//!   against the same code without it, two sweeps each in one call: geometric mean 1.006 and
+//!   1.006 against 0.996 and 1.000, 8192³ 1.029/1.024 against 1.011/1.019.
 //! - **Programmatic dependent launch**: the host launches v7 with programmatic stream
 //!   serialization, so a call is scheduled onto each SM as the previous kernel in the stream
 //!   leaves it and runs its prologue (tensor-map prefetch, barrier init, the cluster barrier)
@@ -65,26 +72,31 @@
 //!
 //! ```text
 //! thread 0, then all threads   : prefetch maps, init barriers; cluster barrier → griddepcontrol.wait
-//! producer (1 thread, 40 regs) : last tile only: griddepcontrol.launch_dependents
+//! producer (1 thread)          : last tile only: griddepcontrol.launch_dependents
 //!                                per tile, per K slice: wait(empty[s]) → expect_tx(full[s])
 //!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
 //!                                at the end: wait(empty[s]) for every stage, then exit
-//! consumer wg (232 regs)       : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//! consumer wg                  : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//!                                [wide: the first two slices of a piece each stage and store
+//!                                one held box of the previous tile, as below]
 //!                                end of piece: wait_group 0 → release the last s (K = 0: none)
 //!                                unfinished piece: st.global partial → bar → st.release flag; done
 //!                                finishing piece: per earlier worker: ld.acquire flag → bar → add
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared (transposed for `_cm`) → fence.proxy.async
-//!                                → TMA store (one in flight)
+//!                                → TMA store (one in flight); wide, alpha = 1, beta = 0: the
+//!                                last two boxes held as packed bf16 instead
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, eleventh session, paired with cuBLAS in one run):
-//! 677 TFLOP/s, 1.018× cuBLAS (v6: 1.007×); the same kernel as `auto` and `direct` in the same
-//! process read 1.017× and 1.032× (1.030, 1.028 and 1.025 in the tenth session's final run). The
-//! 12-shape sweep's geometric mean: 0.998, 0.993 and 0.993 in three runs, 0.996–1.000 in nine
-//! more of the same PTX in the twelfth session (0.991–0.998 for the tenth session's final code,
-//! 0.992 before the uniform descriptors). Stream-K on against off,
-//! four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
+//! its held boxes take.
+//!
+//! Measured on an H200 at 8192³ (2026-11-30, fourteenth session, paired with cuBLAS in one run):
+//! 689 TFLOP/s, 1.039× cuBLAS (v6: 0.996×); the same kernel as `auto` and `direct` in the same
+//! process read 1.044× and 1.045× (1.018, 1.017 and 1.032 in the eleventh session's final run,
+//! before the held tile). The 12-shape sweep's geometric mean: 1.006 in that run and in both
+//! sweeps of the held tile's A/B (0.991–1.005 in some twenty runs before it). Stream-K on against
+//! off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
@@ -114,6 +126,65 @@ pub trait Tile {
     /// Each consumer's 64 × `BN` accumulator; its `wgmma` is the tile's MMA.
     #[cfg(hopper)]
     type Acc: Fragment;
+    /// A finished tile waits in registers as packed bf16 ([`Tile::Held`]) and is staged box by
+    /// box during the next unit's first K slices, while its MMAs run, instead of between the two.
+    const HOLD: bool = false;
+    /// `setmaxnreg` of the producer and of the consumers: their sum over the CTA's threads is the
+    /// register file (384 threads × 168); a held tile needs the consumers' 240.
+    const PRODUCER_REGS: u32 = 40;
+    const CONSUMER_REGS: u32 = 232;
+    /// What a consumer holds of a finished tile (`()` where nothing is held).
+    #[cfg(hopper)]
+    type Held: Held<Self::Acc>;
+}
+
+/// The last [`Held::BOXES`] 64-column boxes of a consumer's finished 64 × `BN` tile as packed
+/// bf16 pairs, for [`Tile::HOLD`]; the boxes before them are staged when the tile finishes.
+#[cfg(hopper)]
+pub trait Held<F: Fragment>: Copy {
+    /// Boxes held.
+    const BOXES: u32;
+    /// The held boxes of the fragment rounded to bf16.
+    fn pack(acc: &F) -> Self;
+    /// `f(i, pair)` for the 16 register pairs of box `j` (fragment pairs 16j + i), straight-line:
+    /// `j` picks among registers by selects, so nothing is indexed at run time.
+    fn for_each_in_box(&self, j: u32, f: impl FnMut(u32, u32));
+}
+
+#[cfg(hopper)]
+impl<F: Fragment> Held<F> for () {
+    const BOXES: u32 = 0;
+    fn pack(_: &F) -> Self {}
+    fn for_each_in_box(&self, _: u32, _: impl FnMut(u32, u32)) {}
+}
+
+/// Boxes 1–3 of a 64×256 fragment: the registers of all four do not fit beside the accumulator
+/// (they spill).
+#[cfg(hopper)]
+impl<F: Fragment> Held<F> for [u32; 32] {
+    const BOXES: u32 = 2;
+
+    #[inline(always)]
+    fn pack(acc: &F) -> Self {
+        let mut h = [0; 32];
+        acc.for_each_pair(|p, lo, hi| {
+            if p >= 32 {
+                h[p as usize - 32] = crate::ptx::cvt::rn_bf16x2_f32(lo, hi);
+            }
+        });
+        h
+    }
+
+    #[inline(always)]
+    fn for_each_in_box(&self, j: u32, mut f: impl FnMut(u32, u32)) {
+        use core::hint::select_unpredictable as sel;
+        macro_rules! pairs {
+            ($($i:literal)*) => {$(
+                f($i, sel(j == 2, self[$i], self[16 + $i]));
+            )*};
+        }
+        pairs!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    }
 }
 
 /// 128×256, clusters of two: v6's tile.
@@ -161,6 +232,11 @@ impl Tile for Wide {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 128];
+    const HOLD: bool = true;
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 240;
+    #[cfg(hopper)]
+    type Held = [u32; 32];
 }
 
 impl Tile for Mid {
@@ -170,6 +246,8 @@ impl Tile for Mid {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 96];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for Square {
@@ -179,6 +257,8 @@ impl Tile for Square {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 64];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for Slim {
@@ -188,6 +268,8 @@ impl Tile for Slim {
     const STAGES: u32 = 8;
     #[cfg(hopper)]
     type Acc = [f32; 64];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for Lean {
@@ -197,6 +279,8 @@ impl Tile for Lean {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 96];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for Trim {
@@ -206,6 +290,8 @@ impl Tile for Trim {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 80];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for MidTrim {
@@ -215,6 +301,8 @@ impl Tile for MidTrim {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 80];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for WideTrim {
@@ -224,6 +312,8 @@ impl Tile for WideTrim {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 112];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 impl Tile for Thin {
@@ -233,6 +323,8 @@ impl Tile for Thin {
     const STAGES: u32 = 12;
     #[cfg(hopper)]
     type Acc = [f32; 32];
+    #[cfg(hopper)]
+    type Held = ();
 }
 
 const fn major(mn: bool) -> Major {
@@ -344,7 +436,7 @@ macro_rules! entries {
                 crate::tensor_map_param!($name, 3),
                 crate::tensor_map_param!($name, 4),
             ];
-            gemm::<$tile, { <$tile as Tile>::STAGES }, { $a_mn as u32 }, { $b_mn as u32 }, $c>(maps, &args);
+            gemm::<$tile, { <$tile as Tile>::STAGES }, { <$tile as Tile>::PRODUCER_REGS }, { <$tile as Tile>::CONSUMER_REGS }, { $a_mn as u32 }, { $b_mn as u32 }, $c>(maps, &args);
         }
     )*};
 }
@@ -381,11 +473,12 @@ entries! {
 
 #[cfg(hopper)]
 #[inline(always)]
-/// `STAGES` is `T::STAGES`, passed again because a generic's associated constant cannot be a
-/// const argument (of `PipelineState`); `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
-fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
+/// `STAGES`, `PRODUCER_REGS` and `CONSUMER_REGS` are `T`'s, passed again because a generic's
+/// associated constant cannot be a const argument (of `PipelineState`, `setmaxnreg`);
+/// `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
+fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
-    use crate::staging::tma_store_columns;
+    use crate::staging::{fragment_pair_addr, tma_store_columns};
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
@@ -449,7 +542,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
     griddepcontrol::wait();
 
     if wg == 0 {
-        setmaxnreg::dec::<40>();
+        setmaxnreg::dec::<PRODUCER_REGS>();
         if tid == 0 {
             let mut write = PipelineState::<STAGES>::producer();
             let mut walk = sk.walk(worker);
@@ -518,7 +611,7 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
             }
         }
     } else {
-        setmaxnreg::inc::<232>();
+        setmaxnreg::inc::<CONSUMER_REGS>();
         // `c` and each slice's stage are the same in every lane; broadcasting them from lane 0
         // tells ptxas so. It then computes the `wgmma` descriptors in uniform registers, which
         // the MMAs read directly: 31 vector instructions per K slice and warp instead of 79 (and
@@ -534,6 +627,37 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
         // when a tile has an odd number of boxes, since `wait_group.read 1` leaves the last store
         // running.
         let mut boxes = 0u32;
+        // `Tile::HOLD`: the finished tile waiting to be staged, its place (m0, n0, z), and how
+        // many of its boxes are still to go (none yet).
+        let mut held = <T::Held as Held<T::Acc>>::pack(&acc);
+        let mut held_at = (0u32, 0u32, 0i32);
+        let mut pending = 0u32;
+        // Stage the held tile's next box and store it (v6's epilogue, one box).
+        let stage_held = |held: &T::Held, (m0, n0, z): (u32, u32, i32), pending: &mut u32, boxes: &mut u32| {
+            let j = T::BN / C_BOX.inner - *pending;
+            *pending -= 1;
+            let buf = staging(*boxes % 2);
+            *boxes += 1;
+            if leader {
+                // The store issued from this buffer two boxes ago has read it.
+                tma::wait_group_read::<1>();
+            }
+            bar::sync(1 + c, 128);
+            if C::COL_MAJOR {
+                held.for_each_in_box(j, |i, pair| C::store_pair(buf, 16 * warp + lane / 4 + 8 * (i % 2), 8 * (i / 2) + 2 * (lane % 4), pair));
+            } else {
+                held.for_each_in_box(j, |i, pair| smem::st_b32(fragment_pair_addr(buf.0, warp, lane, i), pair));
+            }
+            fence::proxy_async_shared_cta();
+            bar::sync(1 + c, 128);
+            let (x, y) = if c_col { (m0 + 64 * c, n0 + j * C_BOX.inner) } else { (n0 + j * C_BOX.inner, m0 + 64 * c) };
+            if leader {
+                if x < tma_columns {
+                    tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
+                }
+                tma::commit_group();
+            }
+        };
         // This warpgroup's partial-sum slot for worker `w` (this CTA's rank in its cluster), at
         // this thread's place in it (see `Fragment::st_global_pairs`). Always called with a
         // value that changes per piece: an address computed once, before the tile loop, would
@@ -575,6 +699,15 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                     mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
                 }
                 read.advance();
+                if T::HOLD && pending > 0 {
+                    // The previous tile's next box, while this slice's MMAs run.
+                    stage_held(&held, held_at, &mut pending, &mut boxes);
+                }
+            }
+            // Boxes of the held tile that this piece was too short to stage: from here to the
+            // next pack the held registers are dead.
+            while T::HOLD && pending > 0 {
+                stage_held(&held, held_at, &mut pending, &mut boxes);
             }
             acc.wait_group::<0>();
             let last = PipelineState::<STAGES>::stage_before(read.stage);
@@ -614,7 +747,8 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                 // The common call: v6's epilogue. A loop over the four boxes with a filter on the
                 // pairs measured 1.4% faster overall than the straight-line pass below (whose
                 // code is 2.4 times larger); with alpha and beta in it, though, it spills.
-                for j in 0..T::BN.div_ceil(C_BOX.inner) {
+                let held_boxes = if T::HOLD { <T::Held as Held<T::Acc>>::BOXES } else { 0 };
+                for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes {
                     let buf = staging(boxes % 2);
                     boxes += 1;
                     if leader {
@@ -640,6 +774,12 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                         // `wait_group.read 1` above counts on groups alternating between buffers.
                         tma::commit_group();
                     }
+                }
+                if T::HOLD {
+                    // The rest waits for the next piece's first slices (below the edge columns).
+                    held = <T::Held as Held<T::Acc>>::pack(&acc);
+                    held_at = (m0, n0, z);
+                    pending = held_boxes;
                 }
             } else {
                 // One pass over the register pairs in column order; the 16 pairs of each 64-column
@@ -673,12 +813,24 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
                     let row = 16 * warp + lane / 4 + 8 * (p % 2);
                     let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
                     let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
-                    if scale_c {
-                        let (old_lo, old_hi) = bf16x2_to_f32(C::load_pair(buf, row, col));
-                        lo += args.beta * old_lo;
-                        hi += args.beta * old_hi;
+                    if T::HOLD && !c_col {
+                        // With a held tile in registers, addresses LLVM would hoist out of the
+                        // tile loop do not fit beside it (`fragment_pair_addr`).
+                        let at = fragment_pair_addr(buf.0, warp, lane, p % pairs_per_box);
+                        if scale_c {
+                            let (old_lo, old_hi) = bf16x2_to_f32(smem::ld_b32(at));
+                            lo += args.beta * old_lo;
+                            hi += args.beta * old_hi;
+                        }
+                        smem::st_b32(at, cvt::rn_bf16x2_f32(lo, hi));
+                    } else {
+                        if scale_c {
+                            let (old_lo, old_hi) = bf16x2_to_f32(C::load_pair(buf, row, col));
+                            lo += args.beta * old_lo;
+                            hi += args.beta * old_hi;
+                        }
+                        C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
                     }
-                    C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
                     // The box's last pair, or the fragment's (a trimmed tile's last box is half
                     // full).
                     if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
@@ -717,6 +869,9 @@ fn gemm<T: Tile, const STAGES: u32, const TRANS_A: u32, const TRANS_B: u32, C: c
             }
             // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
             acc = T::Acc::zeroed();
+        }
+        while T::HOLD && pending > 0 {
+            stage_held(&held, held_at, &mut pending, &mut boxes);
         }
         if leader {
             // Shared memory must outlive the stores still reading it.
