@@ -455,7 +455,8 @@ impl Gemm {
         if ctas == 0 || ctas > self.info.sms {
             return Err(Error::Unsupported { kernel: spec.entry, reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms) });
         }
-        let (per_tile, all) = spec.slices(m as u32, n as u32, k as u32);
+        let dim = |d: usize| u32::try_from(d).map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: a dimension past u32 for a ceiling")));
+        let (per_tile, all) = spec.slices(dim(m)?, dim(n)?, dim(k)?);
         let mut slices = u32::try_from(all.div_ceil(ctas as u64)).map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: too many slices for a ceiling")))?;
         let (mut per_tile, mut b_scale, mut sink) = (per_tile, b_scale, sink);
         let mut params: [*mut std::ffi::c_void; 4] = [

@@ -158,8 +158,8 @@ impl<F: Fragment> Held<F> for () {
     fn for_each_in_box(&self, _: u32, _: impl FnMut(u32, u32)) {}
 }
 
-/// Boxes 1–3 of a 64×256 fragment: the registers of all four do not fit beside the accumulator
-/// (they spill).
+/// Boxes 2 and 3 of a 64×256 fragment: the registers of three or four boxes do not fit beside
+/// the accumulator (they spill; `docs/performance.md`, "Holding half of the finished tile").
 #[cfg(hopper)]
 impl<F: Fragment> Held<F> for [u32; 32] {
     const BOXES: u32 = 2;
