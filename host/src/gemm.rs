@@ -61,11 +61,9 @@ pub struct Gemm {
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
-    /// Hopper's tensor-core ceilings, benchmark bounds (`hgemm_kernels::hopper::ceiling`).
-    ceilings: Vec<(&'static CeilingSpec, CudaFunction)>,
     #[cfg(feature = "hang-guard")]
     hang: HangGuard,
-    _module: Arc<CudaModule>,
+    module: Arc<CudaModule>,
 }
 
 /// What the `hang-guard` build keeps to turn a trapped launch into [`Error::Hang`].
@@ -111,17 +109,7 @@ impl Gemm {
             })
             .max()
             .unwrap_or(0);
-        let mut ceilings = Vec::new();
-        if family == Family::Hopper {
-            for spec in hgemm_kernels::hopper::ceiling::CEILINGS {
-                let func = load(spec.entry)?;
-                func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.smem_bytes() as i32)
-                    .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
-                ceilings.push((spec, func));
-            }
-        }
         Ok(Gemm {
-            ceilings,
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
             compare: load("hgemm_compare_bf16")?,
@@ -138,7 +126,7 @@ impl Gemm {
             kernels,
             workspace_bytes,
             workspaces: Mutex::new(HashMap::new()),
-            _module: module,
+            module,
         })
     }
 
@@ -445,13 +433,24 @@ impl Gemm {
         unsafe { launch::launch_raw(self.compare.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
 
-    /// Launch tensor-core ceiling `name` for the MMAs of an M×N×K call, spread evenly over
-    /// `ctas` CTAs of one per SM (at most the device's SMs), each writing one f32 per thread to
-    /// `sink` (the caller owns that many); B's values scaled by `b_scale`.
-    pub(crate) fn tensor_ceiling_raw(&self, stream: &CudaStream, name: &str, ctas: u32, sink: u64, (m, n, k): (usize, usize, usize), b_scale: f32) -> Result<()> {
-        let Some((spec, func)) = self.ceilings.iter().find(|c| c.0.name == name) else {
-            return Err(Error::UnknownKernel(format!("{name} (the ceilings are Hopper's)")));
-        };
+    /// Tensor-core ceiling `spec`'s entry, loaded from this handle's module with the shared
+    /// memory it needs; only the benchmark's `testing::Ceiling` asks, so `new` does not.
+    pub(crate) fn load_ceiling(&self, spec: &CeilingSpec) -> Result<CudaFunction> {
+        if self.family != Family::Hopper {
+            return Err(Error::UnknownKernel(format!("{} (the ceilings are Hopper's)", spec.name)));
+        }
+        let func = self.module.load_function(spec.entry).map_err(|e| Error::driver("cuModuleGetFunction", e))?;
+        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.smem_bytes() as i32)
+            .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
+        Ok(func)
+    }
+
+    /// Launch tensor-core ceiling `spec` (`func`, from [`Gemm::load_ceiling`]) for the MMAs of an
+    /// M×N×K call, spread evenly over `ctas` CTAs of one per SM (at most the device's SMs), each
+    /// writing one f32 per thread to `sink` (the caller owns that many); B's values scaled by
+    /// `b_scale`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn tensor_ceiling_raw(&self, stream: &CudaStream, spec: &CeilingSpec, func: &CudaFunction, ctas: u32, sink: u64, (m, n, k): (usize, usize, usize), b_scale: f32) -> Result<()> {
         if ctas == 0 || ctas > self.info.sms {
             return Err(Error::Unsupported { kernel: spec.entry, reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms) });
         }

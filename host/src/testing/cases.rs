@@ -303,11 +303,10 @@ fn variant(rng: &mut Rng) -> Variant {
 /// so C is loaded, a batch of two).
 pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
-    // Partial tiles in the kernel's coordinates (an entry that writes C column-major takes its
-    // M in multiples of 8).
-    // M in multiples of 8; an entry that takes one column of tiles, a partial column.
+    // Partial tiles in the kernel's coordinates: an entry that writes C column-major takes its
+    // M in multiples of 8, and one that takes one column of tiles gets a partial column.
+    let pm = if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 };
     let pn = if kernel.single_tile_column() { unit_n - 24 } else { unit_n + 40 };
-    let (pm, pn) = (if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 }, pn);
     let plain = |mk, nk, k| {
         let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
         (format!("{m}x{n}x{k}"), op_for(kernel, m, n, k))

@@ -88,18 +88,20 @@ pub fn run(args: &[String]) -> CliResult {
     let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
-    if flag(args, "--kernels").is_none_or(|l| l.split(',').any(|s| s == "auto")) {
+    // Whether `--kernels` names `name`.
+    let named = |name: &str| flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == name));
+    if flag(args, "--kernels").is_none() || named("auto") {
         contenders.push(Contender::Auto);
     }
-    if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "whole")) {
+    if named("whole") {
         contenders.push(Contender::Whole);
     }
-    if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == "direct")) {
+    if named("direct") {
         contenders.push(Contender::Direct);
     }
     let mut ceiling = None;
     for c in CEILINGS {
-        if flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == c.name)) {
+        if named(c.name) {
             if ceiling.is_none() {
                 let c = testing::Ceiling::new(&gemm, &stream)?;
                 ceiling = Some(match flag(args, "--ceiling-ctas") {
