@@ -410,7 +410,14 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 tiles.div_ceil(sms as u64) as f64
             }
         };
-        waves * area / tile_efficiency(s)
+        // Between tiles the tensor cores wait for the epilogue, unless the kernel holds the
+        // finished tile and stores it under the next one's MMAs. The efficiencies include the
+        // epilogue's share at the K they were fitted at; only a larger share (a shorter K) counts.
+        let between_tiles = match s.stream_k.map_or(0, |sk| args.k.div_ceil(sk.block_k)) {
+            kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
+            _ => 1.0,
+        };
+        waves * between_tiles * area / tile_efficiency(s)
     };
     kernels
         .filter_map(|s| {
@@ -434,6 +441,16 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
 
 /// What a split schedule costs beyond its path, as a factor (see `choose`).
 const SPLIT_PENALTY: f64 = 1.06;
+
+/// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
+/// 1.7% of 8192³ (128 blocks) and 4% of 4096³ and 6144³ (64 and 96) before it was held, 2.2–2.6
+/// blocks. With it, `auto` takes held 128×256 tiles over 128×192 ones at large M and N and K of
+/// 512–2048, and nowhere else (8192×8192×1024: 1.035× cuBLAS against 0.951×, ×2048 1.031×
+/// against 0.990×, fifteenth session).
+const EPILOGUE_KB: f64 = 2.0;
+/// The shortest K, in blocks, of the measurements `tile_efficiency` was fitted to (3000³,
+/// 3072³): each efficiency already includes the epilogue's share at that depth or deeper.
+const CALIBRATED_KB: f64 = 48.0;
 
 /// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
 const LEAN: (u32, u32) = (64, 192);
@@ -660,6 +677,11 @@ mod tests {
         assert_eq!(pick(3000, 3000, 3000), mid);
         assert_eq!(pick(3072, 3072, 3072), mid);
         assert_eq!(pick(1536, 6144, 4096), mid);
+        // At short K the mid tile's epilogue, which the wide tile hides (`holds_tile`), decides
+        // (fifteenth session, forced: 8192×8192×1024 1.035× cuBLAS against 0.951×, ×2048 1.031×
+        // against 0.990×).
+        assert_eq!(pick(8192, 8192, 1024), wide);
+        assert_eq!(pick(8192, 8192, 2048), wide);
         assert_eq!(pick(512, 4096, 4096), square);
         assert_eq!(pick(1024, 2048, 4096), square);
         assert_eq!(pick(256, 8192, 8192), square);

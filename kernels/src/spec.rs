@@ -147,6 +147,10 @@ pub struct KernelSpec {
     /// launch it with programmatic stream serialization: scheduled, and through its prologue,
     /// while the previous kernel in the stream finishes.
     pub dependent_launch: bool,
+    /// Keeps its finished tile in registers and stores it while the next tile's first MMAs run,
+    /// so that its tensor cores do not wait for the epilogue between tiles (Hopper v7's wide
+    /// tile); `auto` then counts no epilogue time for it.
+    pub holds_tile: bool,
 }
 
 /// What the host needs of a stream-K kernel: its schedule is [`KernelSpec::schedule`].

@@ -57,6 +57,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     c_col_major: false,
     stream_k: None,
     dependent_launch: false,
+    holds_tile: false,
 };
 
 #[cfg(blackwell)]

@@ -56,13 +56,14 @@
 //!   descriptors and the release addresses in uniform registers, which HGMMA reads directly. A
 //!   K slice costs a warp 31 vector instructions (and 29 uniform ones) instead of 79. On this
 //!   power-capped card fewer instructions is less energy: +0.5% on the sweep.
-//! - **Held tile** ([`Tile::HOLD`], the wide tile): when a tile finishes, its first two
-//!   64-column boxes are staged and stored as before, and the last two wait in registers as
-//!   packed bf16 ([`Held`]); the next piece stages one of them after each of its first two K
-//!   slices' MMAs are issued, so that they run while it does. (A piece too short to stage them,
-//!   and the end of the walk, stage what is left.) Holding three or four boxes spills. A/B
-//!   against the same code without it, two sweeps each in one call: geometric mean 1.006 and
-//!   1.006 against 0.996 and 1.000, 8192³ 1.029/1.024 against 1.011/1.019.
+//! - **Held tile** ([`Tile::HOLD`], the wide tile): when a tile finishes, its four 64-column
+//!   boxes wait in registers as packed bf16 ([`Held`]) instead of being staged; the next piece
+//!   stages one of them after each of its first four K slices' MMAs are issued, so that the
+//!   staging runs while they do and the tensor cores no longer wait for an epilogue between
+//!   tiles. (A piece too short to stage them, and the end of the walk, stage what is left.)
+//!   Holding the last two boxes, against none, two sweeps each in one call: geometric mean
+//!   1.006 and 1.006 against 0.996 and 1.000; all four, against two, three: 1.0049–1.0066
+//!   against 1.0022–1.0037, 8192³ 1.033 against 1.017.
 //! - **Programmatic dependent launch**: the host launches v7 with programmatic stream
 //!   serialization, so a call is scheduled onto each SM as the previous kernel in the stream
 //!   leaves it and runs its prologue (tensor-map prefetch, barrier init, the cluster barrier)
@@ -77,7 +78,7 @@
 //!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
 //!                                at the end: wait(empty[s]) for every stage, then exit
 //! consumer wg                  : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
-//!                                [wide: the first two slices of a piece each stage and store
+//!                                [wide: the first four slices of a piece each stage and store
 //!                                one held box of the previous tile, as below]
 //!                                end of piece: wait_group 0 → release the last s (K = 0: none)
 //!                                unfinished piece: st.global partial → bar → st.release flag; done
@@ -85,18 +86,18 @@
 //!                                per 64-column box: [beta≠0: TMA load C → wait(c_load)] → scale
 //!                                → st.shared (transposed for `_cm`) → fence.proxy.async
 //!                                → TMA store (one in flight); wide, alpha = 1, beta = 0: the
-//!                                last two boxes held as packed bf16 instead
+//!                                boxes held as packed bf16 instead
 //! ```
 //!
 //! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
-//! its held boxes take.
+//! its held boxes take (64 registers beside the accumulator's 128).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, fourteenth session, paired with cuBLAS in one run):
-//! 689 TFLOP/s, 1.039× cuBLAS (v6: 0.996×); the same kernel as `auto` and `direct` in the same
-//! process read 1.044× and 1.045× (1.018, 1.017 and 1.032 in the eleventh session's final run,
-//! before the held tile). The 12-shape sweep's geometric mean: 1.006 in that run and in both
-//! sweeps of the held tile's A/B (0.991–1.005 in some twenty runs before it). Stream-K on against
-//! off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
+//! Measured on an H200 at 8192³ (2026-11-30, fifteenth session, paired with cuBLAS in one run):
+//! 693 TFLOP/s, 1.026× cuBLAS (v6: 0.991×); the same kernel as `auto` and `direct` in the same
+//! process read 1.044× and 1.031×, and each alone in its own process 1.026–1.039 over three
+//! rounds (median 1.033). The 12-shape sweep's geometric mean: 1.004 in that run, 1.004–1.007 in
+//! the three sweeps of the whole held tile's A/B (1.002–1.004 for half of it, in the same call).
+//! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
 use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
@@ -139,13 +140,18 @@ pub trait Tile {
 }
 
 /// The last [`Held::BOXES`] 64-column boxes of a consumer's finished 64 × `BN` tile as packed
-/// bf16 pairs, for [`Tile::HOLD`]; the boxes before them are staged when the tile finishes.
+/// bf16 pairs, for [`Tile::HOLD`]; the boxes before them, if any, are staged when the tile
+/// finishes.
 #[cfg(hopper)]
 pub trait Held<F: Fragment>: Copy {
     /// Boxes held.
     const BOXES: u32;
     /// The held boxes of the fragment rounded to bf16.
     fn pack(acc: &F) -> Self;
+    /// Nothing to stage: set where a tile is stored without being held (alpha/beta), so that the
+    /// registers of the tile held before it are dead there instead of live beside the
+    /// accumulator (which spilled).
+    fn none() -> Self;
     /// `f(i, pair)` for the 16 register pairs of box `j` (fragment pairs 16j + i), straight-line:
     /// `j` picks among registers by selects, so nothing is indexed at run time.
     fn for_each_in_box(&self, j: u32, f: impl FnMut(u32, u32));
@@ -155,24 +161,30 @@ pub trait Held<F: Fragment>: Copy {
 impl<F: Fragment> Held<F> for () {
     const BOXES: u32 = 0;
     fn pack(_: &F) -> Self {}
+    fn none() -> Self {}
     fn for_each_in_box(&self, _: u32, _: impl FnMut(u32, u32)) {}
 }
 
-/// Boxes 2 and 3 of a 64×256 fragment: the registers of three or four boxes do not fit beside
-/// the accumulator (they spill; `docs/performance.md`, "Holding half of the finished tile").
+/// All four boxes of a 64×256 fragment: 64 registers beside the accumulator's 128, which fit in
+/// the consumers' 240 with no spill once nothing else keeps them live (`Held::none`); holding
+/// two of them measured 1.6% slower at 8192³ (`docs/performance.md`, "Holding the whole finished
+/// tile").
 #[cfg(hopper)]
-impl<F: Fragment> Held<F> for [u32; 32] {
-    const BOXES: u32 = 2;
+impl<F: Fragment> Held<F> for [u32; 64] {
+    const BOXES: u32 = 4;
 
     #[inline(always)]
     fn pack(acc: &F) -> Self {
-        let mut h = [0; 32];
+        let mut h = [0; 64];
         acc.for_each_pair(|p, lo, hi| {
-            if p >= 32 {
-                h[p as usize - 32] = crate::ptx::cvt::rn_bf16x2_f32(lo, hi);
-            }
+            h[p as usize] = crate::ptx::cvt::rn_bf16x2_f32(lo, hi);
         });
         h
+    }
+
+    #[inline(always)]
+    fn none() -> Self {
+        [0; 64]
     }
 
     #[inline(always)]
@@ -180,7 +192,7 @@ impl<F: Fragment> Held<F> for [u32; 32] {
         use core::hint::select_unpredictable as sel;
         macro_rules! pairs {
             ($($i:literal)*) => {$(
-                f($i, sel(j == 2, self[$i], self[16 + $i]));
+                f($i, sel(j < 2, sel(j == 0, self[$i], self[16 + $i]), sel(j == 2, self[32 + $i], self[48 + $i])));
             )*};
         }
         pairs!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
@@ -236,7 +248,7 @@ impl Tile for Wide {
     const PRODUCER_REGS: u32 = 24;
     const CONSUMER_REGS: u32 = 240;
     #[cfg(hopper)]
-    type Held = [u32; 32];
+    type Held = [u32; 64];
 }
 
 impl Tile for Mid {
@@ -380,6 +392,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) 
         c_col_major: c_col,
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
         dependent_launch: true,
+        holds_tile: T::HOLD,
     }
 }
 
@@ -746,7 +759,8 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
             if args.alpha == 1.0 && args.beta == 0.0 {
                 // The common call: v6's epilogue. A loop over the four boxes with a filter on the
                 // pairs measured 1.4% faster overall than the straight-line pass below (whose
-                // code is 2.4 times larger); with alpha and beta in it, though, it spills.
+                // code is 2.4 times larger); with alpha and beta in it, though, it spills. It stages
+                // the boxes that are not held: none of the wide tile's.
                 let held_boxes = if T::HOLD { <T::Held as Held<T::Acc>>::BOXES } else { 0 };
                 for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes {
                     let buf = staging(boxes % 2);
@@ -776,7 +790,8 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     }
                 }
                 if T::HOLD {
-                    // The rest waits for the next piece's first slices (below the edge columns).
+                    // The rest waits for the next piece's first slices (the wide tile: the whole
+                    // tile; below the edge columns, which are stored from `acc`).
                     held = <T::Held as Held<T::Acc>>::pack(&acc);
                     held_at = (m0, n0, z);
                     pending = held_boxes;
@@ -847,6 +862,9 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     }
                 });
                 boxes += T::BN.div_ceil(C_BOX.inner);
+                if T::HOLD {
+                    held = <T::Held as Held<T::Acc>>::none();
+                }
             }
             if n0 + T::BN > tma_columns && !c_col {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
