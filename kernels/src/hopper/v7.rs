@@ -647,31 +647,44 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
         let mut held = <T::Held as Held<T::Acc>>::pack(&acc);
         let mut held_at = (0u32, 0u32, 0i32);
         let mut pending = 0u32;
-        // Stage the held tile's next box and store it (v6's epilogue, one box).
-        let stage_held = |held: &T::Held, (m0, n0, z): (u32, u32, i32), pending: &mut u32, boxes: &mut u32| {
-            let j = T::BN / C_BOX.inner - *pending;
-            *pending -= 1;
+        // The next staging buffer, once the store issued from it two boxes ago has read it and
+        // the whole warpgroup knows.
+        let next_staging = |boxes: &mut u32| {
             let buf = staging(*boxes % 2);
             *boxes += 1;
             if leader {
-                // The store issued from this buffer two boxes ago has read it.
                 tma::wait_group_read::<1>();
             }
             bar::sync(1 + c, 128);
-            if C::COL_MAJOR {
-                held.for_each_in_box(j, |i, pair| C::store_pair(buf, 16 * warp + lane / 4 + 8 * (i % 2), 8 * (i / 2) + 2 * (lane % 4), pair));
-            } else {
-                held.for_each_in_box(j, |i, pair| smem::st_b32(fragment_pair_addr(buf.0, warp, lane, i), pair));
-            }
+            buf
+        };
+        // Store staged box `j` of the tile at (m0, n0, z), once every thread's writes are visible
+        // to TMA.
+        let store_staged = |buf: Staging, j: u32, (m0, n0, z): (u32, u32, i32)| {
             fence::proxy_async_shared_cta();
             bar::sync(1 + c, 128);
+            // The box's place in C's map: x along C's contiguous dimension.
             let (x, y) = if c_col { (m0 + 64 * c, n0 + j * C_BOX.inner) } else { (n0 + j * C_BOX.inner, m0 + 64 * c) };
             if leader {
                 if x < tma_columns {
                     tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
                 }
+                // One group per box, empty for a box past C's last whole chunk: the
+                // `wait_group.read 1` above counts on groups alternating between buffers.
                 tma::commit_group();
             }
+        };
+        // Stage the held tile's next box and store it (v6's epilogue, one box).
+        let stage_held = |held: &T::Held, at: (u32, u32, i32), pending: &mut u32, boxes: &mut u32| {
+            let j = T::BN / C_BOX.inner - *pending;
+            *pending -= 1;
+            let buf = next_staging(boxes);
+            if C::COL_MAJOR {
+                held.for_each_in_box(j, |i, pair| C::store_pair(buf, 16 * warp + lane / 4 + 8 * (i % 2), 8 * (i / 2) + 2 * (lane % 4), pair));
+            } else {
+                held.for_each_in_box(j, |i, pair| smem::st_b32(fragment_pair_addr(buf.0, warp, lane, i), pair));
+            }
+            store_staged(buf, j, at);
         };
         // This warpgroup's partial-sum slot for worker `w` (this CTA's rank in its cluster), at
         // this thread's place in it (see `Fragment::st_global_pairs`). Always called with a
@@ -765,31 +778,14 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 // the boxes that are not held: none of the wide tile's.
                 let held_boxes = <T::Held as Held<T::Acc>>::BOXES;
                 for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes {
-                    let buf = staging(boxes % 2);
-                    boxes += 1;
-                    if leader {
-                        // The store issued from this buffer two boxes ago has read it.
-                        tma::wait_group_read::<1>();
-                    }
-                    bar::sync(1 + c, 128);
+                    let buf = next_staging(&mut boxes);
                     acc.for_each_pair(|p, lo, hi| {
                         let col = 8 * (p / 2) + 2 * (lane % 4);
                         if col / C_BOX.inner == j {
                             C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
                         }
                     });
-                    fence::proxy_async_shared_cta();
-                    bar::sync(1 + c, 128);
-                    // The box's place in C's map: x along C's contiguous dimension.
-                    let (x, y) = if c_col { (m0 + 64 * c, n0 + j * C_BOX.inner) } else { (n0 + j * C_BOX.inner, m0 + 64 * c) };
-                    if leader {
-                        if x < tma_columns {
-                            tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
-                        }
-                        // One group per box, empty for a box past C's last whole chunk: the
-                        // `wait_group.read 1` above counts on groups alternating between buffers.
-                        tma::commit_group();
-                    }
+                    store_staged(buf, j, (m0, n0, z));
                 }
                 if T::HOLD {
                     // The rest waits for the next piece's first slices (the wide tile: the whole
