@@ -72,16 +72,6 @@ impl CeilingSpec {
     }
 }
 
-/// Every ceiling, the wide tile's first.
-pub const CEILINGS: &[CeilingSpec] = &[
-    CeilingSpec::of::<Wide>("ceiling", "hopper_tensor_ceiling", 1),
-    CeilingSpec::of::<Mid>("ceiling_mid", "hopper_tensor_ceiling_mid", 1),
-    CeilingSpec::of::<Lean>("ceiling_lean", "hopper_tensor_ceiling_lean", 1),
-    CeilingSpec::of::<Lean>("ceiling_lean_x2", "hopper_tensor_ceiling_lean_x2", 2),
-    CeilingSpec::of::<Slim>("ceiling_slim", "hopper_tensor_ceiling_slim", 1),
-    CeilingSpec::of::<Slim>("ceiling_slim_x2", "hopper_tensor_ceiling_slim_x2", 2),
-];
-
 /// `slices` MMA slices of the tile on this CTA, `tile_slices` to a tile; A's values uniform in
 /// [-1, 1), B's in [-b_scale, b_scale) (the benchmark's inputs). Thread `t` of CTA `i` writes one
 /// accumulator to `sink[i · threads + t]`, so the MMAs' results are used.
@@ -158,23 +148,28 @@ unsafe fn ceiling<T: Tile, const CHAINS: u32>(slices: u32, tile_slices: u32, b_s
     unsafe { sink.add((cta * threads + tid) as usize).write(first) };
 }
 
-macro_rules! ceiling_entries {
-    ($($entry:ident: $tile:ty, $chains:literal;)*) => {$(
-        #[cfg(hopper)]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $entry(slices: u32, tile_slices: u32, b_scale: f32, sink: *mut f32) {
-            unsafe { ceiling::<$tile, $chains>(slices, tile_slices, b_scale, sink) }
-        }
-    )*};
+/// The ceilings, each named once: its `CEILINGS` row and its PTX entry.
+macro_rules! ceilings {
+    ($($name:literal => $entry:ident: $tile:ty, $chains:literal;)*) => {
+        /// Every ceiling, the wide tile's first.
+        pub const CEILINGS: &[CeilingSpec] = &[$(CeilingSpec::of::<$tile>($name, stringify!($entry), $chains),)*];
+        $(
+            #[cfg(hopper)]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $entry(slices: u32, tile_slices: u32, b_scale: f32, sink: *mut f32) {
+                unsafe { ceiling::<$tile, $chains>(slices, tile_slices, b_scale, sink) }
+            }
+        )*
+    };
 }
 
-ceiling_entries! {
-    hopper_tensor_ceiling: Wide, 1;
-    hopper_tensor_ceiling_mid: Mid, 1;
-    hopper_tensor_ceiling_lean: Lean, 1;
-    hopper_tensor_ceiling_lean_x2: Lean, 2;
-    hopper_tensor_ceiling_slim: Slim, 1;
-    hopper_tensor_ceiling_slim_x2: Slim, 2;
+ceilings! {
+    "ceiling" => hopper_tensor_ceiling: Wide, 1;
+    "ceiling_mid" => hopper_tensor_ceiling_mid: Mid, 1;
+    "ceiling_lean" => hopper_tensor_ceiling_lean: Lean, 1;
+    "ceiling_lean_x2" => hopper_tensor_ceiling_lean_x2: Lean, 2;
+    "ceiling_slim" => hopper_tensor_ceiling_slim: Slim, 1;
+    "ceiling_slim_x2" => hopper_tensor_ceiling_slim_x2: Slim, 2;
 }
 
 #[cfg(test)]
