@@ -74,7 +74,10 @@ pub struct GemmOp {
     /// Let a kernel with a stream-K schedule split tiles' K blocks across its workers when that
     /// balances the last wave (on by default). Splitting takes a workspace per stream (about
     /// 17 MiB on an H200, allocated by the first split call on that stream) and changes the
-    /// order in which a split tile's sums are added, not the result's determinism.
+    /// order in which a split tile's sums are added, not the result's determinism. A split launch
+    /// also keeps its whole waves in step through a counter in that workspace: each wave waits
+    /// until every worker has issued the one before, which needs the whole persistent grid
+    /// resident at once; where other kernels hold SMs, a worker gives up waiting after 50 µs.
     pub stream_k: bool,
 }
 

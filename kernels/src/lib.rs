@@ -24,6 +24,8 @@ pub mod staging;
 pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 mod epilogue;
+#[cfg(all(target_arch = "nvptx64", hopper))]
+mod rendezvous;
 #[cfg(target_arch = "nvptx64")]
 mod util;
 

@@ -28,12 +28,28 @@ impl TileScheduler {
     /// The (tile-row, tile-column) of linear tile `idx < num_tiles()`.
     #[inline(always)]
     pub const fn tile(&self, idx: u32) -> (u32, u32) {
+        let (tm, tn, _) = self.place(idx);
+        (tm, tn)
+    }
+
+    /// As [`tile`](Self::tile), but every odd group walks N from its last tile column to its
+    /// first: a group then begins on the B columns that the group before it ended on, which
+    /// are still in L2.
+    #[inline(always)]
+    pub const fn tile_snaking(&self, idx: u32) -> (u32, u32) {
+        let (tm, tn, group) = self.place(idx);
+        if group % 2 == 1 { (tm, self.tiles_n - 1 - tn) } else { (tm, tn) }
+    }
+
+    /// Tile-row, tile-column and group of linear tile `idx`.
+    #[inline(always)]
+    const fn place(&self, idx: u32) -> (u32, u32, u32) {
         let per_group = self.group_m * self.tiles_n;
         let group = idx / per_group;
         let first_m = group * self.group_m;
         let rows = if self.tiles_m - first_m < self.group_m { self.tiles_m - first_m } else { self.group_m };
         let within = idx - group * per_group;
-        (first_m + within % rows, within / rows)
+        (first_m + within % rows, within / rows, group)
     }
 }
 
@@ -135,6 +151,13 @@ impl StreamK {
         (t * self.num_kb + kb) / self.share
     }
 
+    /// The whole waves a rendezvous keeps in step: a worker's items `1..=waves_in_step()` wait
+    /// until every worker has issued the loads of its whole units before them. Every worker's
+    /// first `waves_in_step()` items are whole units, so every wait is met.
+    pub const fn waves_in_step(&self) -> u32 {
+        if self.workers == 0 { 0 } else { self.dp_units / self.workers }
+    }
+
     /// Worker `w`'s walk: its whole units, then the pieces of its share, last piece first.
     pub const fn walk(&self, w: u32) -> Walk {
         let (begin, end) = if self.share == 0 {
@@ -145,7 +168,7 @@ impl StreamK {
             let end = if begin + self.share < split { begin + self.share } else { split };
             (begin, end)
         };
-        Walk { sk: *self, worker: w, next_whole: w, begin, end }
+        Walk { sk: *self, worker: w, next_whole: w, odd_wave: false, begin, end }
     }
 }
 
@@ -160,6 +183,10 @@ pub struct Work {
     /// it leaves its sum in its workspace slot for the finisher.
     pub finishes: bool,
     pub wait_from: u32,
+    /// Load the K blocks last to first: the whole units of odd waves do. A wave then begins
+    /// with the K slices that the wave before it loaded last, which are still in L2 where
+    /// they are shared (the A rows of a group, which consecutive waves keep).
+    pub k_descending: bool,
 }
 
 /// The iterator [`StreamK::walk`] returns; the producer and the consumers of a worker walk it
@@ -169,6 +196,8 @@ pub struct Walk {
     sk: StreamK,
     worker: u32,
     next_whole: u32,
+    /// Whether the next whole unit is in an odd wave (a worker has one whole unit per wave).
+    odd_wave: bool,
     /// What is left of the worker's share, as K blocks of the split units laid end to end.
     begin: u32,
     end: u32,
@@ -181,9 +210,10 @@ impl Iterator for Walk {
     fn next(&mut self) -> Option<Work> {
         let sk = &self.sk;
         if self.next_whole < sk.dp_units {
-            let unit = self.next_whole;
+            let (unit, k_descending) = (self.next_whole, self.odd_wave);
             self.next_whole += sk.workers;
-            return Some(Work { unit, kb_begin: 0, kb_end: sk.num_kb, finishes: true, wait_from: self.worker });
+            self.odd_wave = !self.odd_wave;
+            return Some(Work { unit, kb_begin: 0, kb_end: sk.num_kb, finishes: true, wait_from: self.worker, k_descending });
         }
         if self.begin >= self.end {
             return None;
@@ -195,7 +225,7 @@ impl Iterator for Walk {
         self.end = start;
         let finishes = kb_end == sk.num_kb;
         let wait_from = if finishes { sk.holder(t, 0) } else { self.worker };
-        Some(Work { unit: sk.dp_units + t, kb_begin, kb_end, finishes, wait_from })
+        Some(Work { unit: sk.dp_units + t, kb_begin, kb_end, finishes, wait_from, k_descending: false })
     }
 }
 
@@ -208,9 +238,11 @@ impl Walk {
 }
 
 /// Where a stream-K kernel's workspace keeps its ready flags (one per consumer warpgroup of
-/// each CTA, at most [`Workspace::FLAGS`]) and, after them, one partial tile per CTA of the grid
-/// (`partial_bytes`, f32). Flags are 0 between launches: a writer sets its flag to 1 and the
-/// finisher that reads the partial clears it, so a fresh workspace needs zeroing only once.
+/// each CTA, at most [`Workspace::FLAGS`]), then the [`rendezvous`](Self::rendezvous)'s two
+/// counters, and after them one partial tile per CTA of the grid (`partial_bytes`, f32). Flags
+/// and counters are 0 between launches: a writer sets its flag to 1 and the finisher that reads
+/// the partial clears it, and the last worker to leave the rendezvous clears its counters, so a
+/// fresh workspace needs zeroing only once.
 /// Every kernel finds the flags at the same place, whatever its grid and tile: kernels of
 /// different shapes take turns on one stream's workspace, and one's partial sums must never lie
 /// where another looks for flags.
@@ -228,8 +260,13 @@ impl Workspace {
         4 * (cta * Self::FLAGS + i) as u64
     }
 
+    /// The rendezvous's counters: workers arrived, then workers departed (u32 each).
+    pub const fn rendezvous(&self) -> u64 {
+        4 * (Self::MAX_CTAS * Self::FLAGS) as u64
+    }
+
     pub const fn partial(&self, cta: u32) -> u64 {
-        4 * (Self::MAX_CTAS * Self::FLAGS) as u64 + cta as u64 * self.partial_bytes as u64
+        self.rendezvous() + 256 + cta as u64 * self.partial_bytes as u64
     }
 
     /// The size of a workspace for a grid of `ctas` CTAs.
@@ -246,13 +283,15 @@ mod tests {
 
     fn assert_each_tile_once(m: u32, n: u32, tm: u32, tn: u32, group: u32) {
         let s = TileScheduler::new(m, n, tm, tn, group);
-        let mut seen = vec![0u8; s.num_tiles() as usize];
-        for idx in 0..s.num_tiles() {
-            let (i, j) = s.tile(idx);
-            assert!(i < s.tiles_m && j < s.tiles_n, "{m}x{n} tile {tm}x{tn} group {group}: idx {idx} -> ({i},{j})");
-            seen[(i * s.tiles_n + j) as usize] += 1;
+        for order in [TileScheduler::tile, TileScheduler::tile_snaking] {
+            let mut seen = vec![0u8; s.num_tiles() as usize];
+            for idx in 0..s.num_tiles() {
+                let (i, j) = order(&s, idx);
+                assert!(i < s.tiles_m && j < s.tiles_n, "{m}x{n} tile {tm}x{tn} group {group}: idx {idx} -> ({i},{j})");
+                seen[(i * s.tiles_n + j) as usize] += 1;
+            }
+            assert!(seen.iter().all(|&c| c == 1), "{m}x{n} tile {tm}x{tn} group {group}: {seen:?}");
         }
-        assert!(seen.iter().all(|&c| c == 1), "{m}x{n} tile {tm}x{tn} group {group}: {seen:?}");
     }
 
     /// Every K block of every unit computed once; partial sums published before anyone waits
@@ -316,6 +355,53 @@ mod tests {
     }
 
     #[test]
+    fn snaking_reverses_n_in_odd_groups_only() {
+        // 20 tile-rows in groups of 8 (the last one 4 rows), 5 tile-columns.
+        let s = TileScheduler::new(20 * 128, 5 * 256, 128, 256, 8);
+        for idx in 0..s.num_tiles() {
+            let ((i, j), (si, sj)) = (s.tile(idx), s.tile_snaking(idx));
+            assert_eq!(si, i);
+            assert_eq!(sj, if (i / 8) % 2 == 1 { 4 - j } else { j }, "idx {idx}");
+        }
+        // Where one group ends, the next begins in the same tile column.
+        assert_eq!(s.tile_snaking(8 * 5 - 1), (7, 4));
+        assert_eq!(s.tile_snaking(8 * 5), (8, 4));
+        assert_eq!(s.tile_snaking(2 * 8 * 5 - 1), (15, 0));
+        assert_eq!(s.tile_snaking(2 * 8 * 5), (16, 0));
+    }
+
+    #[test]
+    fn k_descends_in_odd_waves_of_whole_units_only() {
+        // 8192³ in pairs: waves 0..14 whole, then 100 units split.
+        for sk in [check_stream_k(1024, 128, 66), StreamK::whole(200, 64, 66), StreamK::whole(1000, 8, 1)] {
+            for w in 0..sk.workers {
+                for work in sk.walk(w) {
+                    let wave = work.unit / sk.workers;
+                    assert_eq!(work.k_descending, work.unit < sk.dp_units && wave % 2 == 1, "{sk:?} w{w} {work:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_rendezvous_is_met() {
+        // A worker arrives after each of its first `waves` items and waits before items
+        // 1..=waves for `workers * j` arrivals: every worker must have `waves` whole units first.
+        for &(units, kb, workers) in &[(1024, 128, 66), (4096, 256, 66), (144, 47, 66), (200, 64, 66), (6, 128, 66), (67, 4, 66), (5, 3, 1)] {
+            let sk = check_stream_k(units, kb, workers);
+            let waves = sk.waves_in_step();
+            for w in 0..workers {
+                let walk: vec::Vec<Work> = sk.walk(w).collect();
+                assert!(walk.len() as u32 >= waves, "{sk:?} w{w}");
+                for (j, work) in walk.iter().take(waves as usize).enumerate() {
+                    assert_eq!((work.unit, work.kb_begin, work.kb_end), (w + j as u32 * workers, 0, kb), "{sk:?} w{w} item {j}");
+                }
+            }
+        }
+        assert_eq!(check_stream_k(1024, 128, 66).waves_in_step(), 14, "8192³: the split 1.5 waves are not kept in step");
+    }
+
+    #[test]
     fn stream_k_only_where_it_shortens_the_path() {
         // 8192³, 128×256 tiles in pairs: 1024 units on 66 pairs is 15.5 waves. The last 1.5
         // waves are split: each pair takes 1.52 units' worth instead of 2.
@@ -344,7 +430,8 @@ mod tests {
         let wide = Workspace { partial_bytes: 2 * 64 * 256 * 4 };
         let slim = Workspace { partial_bytes: 64 * 128 * 4 };
         let last_flag = slim.flag(Workspace::MAX_CTAS - 1, Workspace::FLAGS - 1) + 4;
-        assert!(last_flag <= wide.partial(0) && last_flag <= slim.partial(0));
+        assert!(last_flag <= wide.rendezvous() && wide.rendezvous() == slim.rendezvous());
+        assert!(wide.rendezvous() + 8 <= wide.partial(0) && wide.rendezvous() + 8 <= slim.partial(0));
         assert_eq!(wide.flag(3, 1), slim.flag(3, 1));
         assert_eq!(wide.partial(1) - wide.partial(0), 131072);
         assert_eq!(wide.bytes(132), wide.partial(132));

@@ -41,6 +41,14 @@
 //!   waves' pairs idle (3000³: 2.2 waves), or there are fewer tiles than pairs and K is deep, the
 //!   last waves' K blocks are dealt out evenly instead: a tile may be begun by one pair and
 //!   finished by the next, which adds the f32 partial sum the first left in a workspace.
+//! - **Waves in step, snaking through L2** (stream-K launches): before each whole wave, a
+//!   cluster's producer waits until every cluster has issued the loads of the wave before
+//!   (`kernels/src/rendezvous.rs`), so that the clusters of a wave keep sharing their operands in L2
+//!   instead of drifting apart; odd waves load K from its end ([`crate::sched::Work::k_descending`])
+//!   and odd groups of tile rows walk N from its end ([`crate::sched::TileScheduler::tile_snaking`]),
+//!   so that a wave begins on what the wave before it loaded last. DRAM reads at 8192³ 1.41 →
+//!   1.16 GB, at 16384³ 31.4 → 8.6 GB; in one call against the code before, 8192³ 1.039 against
+//!   1.031, 16384³ 1.030 against 1.015 (medians of four rounds).
 //! - **Storage order**: an M-major A (column-major) or N-major B (C = A·B with B row-major) is
 //!   loaded as 64-element-wide TMA boxes along M or N and read with `wgmma`'s transpose bits and
 //!   MN-major descriptors; nothing is transposed in memory.
@@ -73,9 +81,13 @@
 //!
 //! ```text
 //! thread 0, then all threads   : prefetch maps, init barriers; cluster barrier → griddepcontrol.wait
-//! producer (1 thread)          : last tile only: griddepcontrol.launch_dependents
-//!                                per tile, per K slice: wait(empty[s]) → expect_tx(full[s])
-//!                                → TMA A box(es) → TMA B box(es) of this CTA's half, multicast
+//! producer (1 thread)          : stream-K launches, whole waves: rank 0 waits for every cluster
+//!                                to have issued the wave before (global counter)
+//!                                last tile only: griddepcontrol.launch_dependents
+//!                                per tile, per K slice (odd waves: last to first):
+//!                                wait(empty[s]) → expect_tx(full[s]) → TMA A box(es)
+//!                                → TMA B box(es) of this CTA's half, multicast
+//!                                after a whole unit: count it (rank 0)
 //!                                at the end: wait(empty[s]) for every stage, then exit
 //! consumer wg                  : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
 //!                                [wide: the first four slices of a piece each stage and store
@@ -92,11 +104,10 @@
 //! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
 //! its held boxes take (64 registers beside the accumulator's 128).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, fifteenth session, paired with cuBLAS in one run):
-//! 693 TFLOP/s, 1.026× cuBLAS (v6: 0.991×); the same kernel as `auto` and `direct` in the same
-//! process read 1.044× and 1.031×, and each alone in its own process 1.026–1.039 over three
-//! rounds (median 1.033). The 12-shape sweep's geometric mean: 1.004 in that run, 1.004–1.007 in
-//! the three sweeps of the whole held tile's A/B (1.002–1.004 for half of it, in the same call).
+//! Measured on an H200 at 8192³ (2026-11-30, eighteenth session, paired with cuBLAS in one run):
+//! 686 TFLOP/s, 1.042× cuBLAS (v6: 1.005×); the same kernel as `auto` and `direct` in the same
+//! process read 1.048× and 1.042×, and over the session's eleven readings of `auto` 1.033–1.050
+//! (median 1.041). The 12-shape sweep's geometric mean: 1.013 in that run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
@@ -496,6 +507,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
     use crate::ptx::{bar, cluster, cvt, fence, griddepcontrol, setmaxnreg, shfl, smem, sreg, tma};
+    use crate::rendezvous::Rendezvous;
     use crate::sched::{StreamK, Workspace};
     use crate::staging::Staging;
 
@@ -517,7 +529,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     let tiles = sched.num_tiles();
     // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`.
     let unit = |idx: u32| {
-        let (tm, tn) = sched.tile(idx % tiles);
+        let (tm, tn) = sched.tile_snaking(idx % tiles);
         ((tm * T::CLUSTER + rank) * T::BM, tn * T::BN, (idx / tiles) as i32)
     };
     let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
@@ -559,7 +571,12 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
         if tid == 0 {
             let mut write = PipelineState::<STAGES>::producer();
             let mut walk = sk.walk(worker);
+            // Stream-K launches keep their whole waves in step; the cluster's first producer
+            // stands for it.
+            let mut rendezvous = Rendezvous::new(args.workspace + ws.rendezvous(), &sk, args.workspace != 0 && rank == 0);
+            let mut j = 0;
             while let Some(work) = walk.next() {
+                rendezvous.wait(j);
                 if walk.is_done() {
                     // This CTA's last tile: the next kernel in the stream may now be scheduled,
                     // to take each SM as this grid leaves it and run its prologue there while the
@@ -576,7 +593,9 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 }
                 let a_map = if !this.a_at_edge(m0, args.m) { map_a } else { map_a_edge };
                 let b_map = if !this.b_share_at_edge(n, args.n) { map_b } else { map_b_edge };
-                for kb in work.kb_begin..work.kb_end {
+                for i in work.kb_begin..work.kb_end {
+                    // The consumers count slices, not K: they do not see the order.
+                    let kb = if work.k_descending { work.kb_begin + work.kb_end - 1 - i } else { i };
                     let s = write.stage;
                     let k0 = kb * BK;
                     mbarrier::wait(empty(s), write.phase);
@@ -611,7 +630,10 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     }
                     write.advance();
                 }
+                rendezvous.arrive(j);
+                j += 1;
             }
+            rendezvous.depart();
             // Wait until every stage has been released by both CTAs' consumers, as if to fill
             // it again: the peer's last remote arrives on this CTA's `empty` barriers have then
             // landed, and the CTA may exit (CUTLASS's `producer_tail`). This replaces a cluster

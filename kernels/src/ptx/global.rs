@@ -1,6 +1,6 @@
 //! Ordered accesses to global memory (§9.7.9.8 `ld`, §9.7.9.9 `st`; memory consistency model
 //! §8): the flags that hand data from one CTA to another outside TMA (the stream-K partial sums,
-//! [`crate::epilogue::Partial`]).
+//! [`crate::epilogue::Partial`]) and the counter the waves meet on (`crate::rendezvous`).
 use core::arch::asm;
 
 /// `ld.acquire.gpu.global.u32 v, [addr];` — later accesses of this thread (and, through a CTA
@@ -9,6 +9,14 @@ use core::arch::asm;
 pub fn ld_acquire_gpu_u32(addr: u64) -> u32 {
     let v: u32;
     unsafe { asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) addr, options(nostack)) };
+    v
+}
+
+/// `ld.relaxed.gpu.global.u32 v, [addr];` — a fresh read each time, ordering nothing.
+#[inline(always)]
+pub fn ld_relaxed_gpu_u32(addr: u64) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.relaxed.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) addr, options(nostack)) };
     v
 }
 
