@@ -89,7 +89,8 @@ row "run: every kernel, small" "$(verdict)" "$(tail -1 "$TAIL")"
 
 # 2. The GPU tests, one per process.
 for t in sweep:hopper_random_shape_sweep_matches_cublas:120 determinism:hopper_outputs_are_bitwise_deterministic:45 \
-    soak:hopper_soak_keeps_device_memory_flat:60 concurrency:hopper_concurrent_streams_share_one_handle:45; do
+    soak:hopper_soak_keeps_device_memory_flat:60 concurrency:hopper_concurrent_streams_share_one_handle:45 \
+    split-concurrency:hopper_split_launches_on_concurrent_streams_finish:45; do
     IFS=: read -r label name limit <<<"$t"
     step "$OUT/tests.log" "$limit" "$BIN/reliability" --ignored --exact "$name" --nocapture --test-threads 1
     row "$label" "$(verdict)" "$(why)"

@@ -427,6 +427,55 @@ fn hopper_concurrent_streams_share_one_handle() {
     assert!(failed.is_empty(), "seed {seed}: {} of {} calls failed", failed.len(), THREADS * iterations);
 }
 
+/// Stream-K launches keep their whole waves in step by waiting on the other clusters of their
+/// grid (`kernels/src/rendezvous.rs`), which only the whole grid resident at once satisfies.
+/// Two such launches at once on different streams cannot both be resident: their waits must give
+/// up and the calls still finish, correct.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_split_launches_on_concurrent_streams_finish() {
+    const THREADS: usize = 3;
+    // Each splits its last waves after whole ones (the waves that wait): 5, 1 and 14 of them.
+    const SHAPES: [(usize, usize, usize); 3] = [(5000, 5000, 512), (3000, 3000, 1024), (8192, 8192, 1024)];
+    let gemm = open();
+    let seed = seed();
+    let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
+    let start = std::sync::Barrier::new(THREADS);
+    let outcomes: Vec<Vec<(bool, String)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (gemm, start) = (&gemm, &start);
+                s.spawn(move || {
+                    let stream = gemm.context().new_stream().expect("cuStreamCreate");
+                    let blas = Cublas::new(&stream).expect("cublasCreate");
+                    let mut rng = Rng::new(seed ^ ((t as u64) << 40));
+                    let mut lines = Vec::new();
+                    start.wait();
+                    let began = std::time::Instant::now();
+                    for i in 0..2 * SHAPES.len() {
+                        let (m, n, k) = SHAPES[(i + t) % SHAPES.len()];
+                        let op = testing::op_for(v7, m, n, k);
+                        let what = format!("thread {t} call {i}: {}", testing::describe(&op));
+                        match concurrent_call(gemm, &stream, &blas, Some(v7), &op, rng.next_u64()) {
+                            Ok(c) => lines.push((c.passed(), format!("{what}: rel error {:.2e}, unwritten {}, stray {}", c.rel_error(), c.unwritten, c.stray))),
+                            Err(e) => lines.push((false, format!("{what}: {e}"))),
+                        }
+                    }
+                    lines.push((true, format!("thread {t}: {:.1} ms", began.elapsed().as_secs_f64() * 1e3)));
+                    lines
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("a worker thread panicked")).collect()
+    });
+    let failed: Vec<&String> = outcomes.iter().flatten().filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
+    for (_, l) in outcomes.iter().flatten() {
+        println!("{l}");
+    }
+    println!("reliability: split launches on {THREADS} streams at once: {} failed", failed.len());
+    assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+}
+
 /// One checked call on `stream`: fresh buffers and inputs, the kernel (or the library's choice),
 /// cuBLAS on the same stream, and the comparison on the device.
 fn concurrent_call(gemm: &Gemm, stream: &Arc<CudaStream>, blas: &Cublas, kernel: Option<&KernelSpec>, op: &GemmOp, seed: u64) -> hgemm::Result<BufferComparison> {
