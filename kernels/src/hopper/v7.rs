@@ -65,7 +65,7 @@
 //!   K slice costs a warp 31 vector instructions (and 29 uniform ones) instead of 79. On this
 //!   power-capped card fewer instructions is less energy: +0.5% on the sweep.
 //! - **Held tile** ([`Tile::HOLD`], the wide tile): when a tile finishes, its four 64-column
-//!   boxes wait in registers as packed bf16 ([`Held`]) instead of being staged; the next piece
+//!   boxes wait in registers as packed bf16 (`Held`) instead of being staged; the next piece
 //!   stages one of them after each of its first four K slices' MMAs are issued, so that the
 //!   staging runs while they do and the tensor cores no longer wait for an epilogue between
 //!   tiles. (A piece too short to stage them, and the end of the walk, stage what is left.)
@@ -138,7 +138,7 @@ pub trait Tile {
     /// Each consumer's 64 × `BN` accumulator; its `wgmma` is the tile's MMA.
     #[cfg(hopper)]
     type Acc: Fragment;
-    /// A finished tile waits in registers as packed bf16 ([`Tile::Held`]) and is staged box by
+    /// A finished tile waits in registers as packed bf16 (`Tile::Held`) and is staged box by
     /// box during the next unit's first K slices, while its MMAs run, instead of between the two.
     const HOLD: bool = false;
     /// `setmaxnreg` of the producer and of the consumers: their sum over the CTA's threads is the
