@@ -266,6 +266,7 @@ impl Workspace {
     }
 
     pub const fn partial(&self, cta: u32) -> u64 {
+        // The counters take 8 bytes; the partial tiles stay 256-byte aligned.
         self.rendezvous() + 256 + cta as u64 * self.partial_bytes as u64
     }
 
