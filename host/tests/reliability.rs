@@ -377,46 +377,24 @@ fn hopper_concurrent_streams_share_one_handle() {
     let gemm = open();
     let seed = seed();
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
-    let start = std::sync::Barrier::new(THREADS);
-    let outcomes: Vec<Vec<(bool, String)>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (gemm, kernels, start) = (&gemm, &kernels, &start);
-                s.spawn(move || {
-                    let stream = gemm.context().new_stream().expect("cuStreamCreate");
-                    let blas = Cublas::new(&stream).expect("cublasCreate");
-                    let mut rng = Rng::new(seed ^ ((t as u64) << 40));
-                    let mut lines = Vec::new();
-                    start.wait();
-                    for i in 0..iterations {
-                        // Threads walk the kernels from different places, so different kernels
-                        // run at once; every fifth call lets the library choose.
-                        let kernel = kernels[(i + t * kernels.len() / THREADS) % kernels.len()];
-                        let auto = i % 5 == 4;
-                        let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
-                        let n = rng.range(1, 1500).div_ceil(8) * 8;
-                        let op = if kernel.general && rng.chance(0.5) {
-                            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, m, n);
-                            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
-                            testing::op_with(kernel, m, n, k, &Variant::GENERAL)
-                        } else {
-                            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
-                            testing::op_for(kernel, m, n, k)
-                        };
-                        let name = if auto { "auto" } else { kernel.name };
-                        let what = format!("thread {t} call {i}: {name} {}", testing::describe(&op));
-                        match concurrent_call(gemm, &stream, &blas, (!auto).then_some(kernel), &op, rng.next_u64()) {
-                            Ok(c) => lines.push((c.passed(), format!("{what}: rel error {:.2e}, unwritten {}, stray {}", c.rel_error(), c.unwritten, c.stray))),
-                            Err(e) => lines.push((false, format!("{what}: {e}"))),
-                        }
-                    }
-                    lines
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().expect("a worker thread panicked")).collect()
+    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, iterations, |t, i, rng| {
+        // Threads walk the kernels from different places, so different kernels run at once;
+        // every fifth call lets the library choose.
+        let kernel = kernels[(i + t * kernels.len() / THREADS) % kernels.len()];
+        let auto = i % 5 == 4;
+        let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
+        let n = rng.range(1, 1500).div_ceil(8) * 8;
+        let op = if kernel.general && rng.chance(0.5) {
+            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, m, n);
+            let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
+            testing::op_with(kernel, m, n, k, &Variant::GENERAL)
+        } else {
+            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
+            testing::op_for(kernel, m, n, k)
+        };
+        ((!auto).then_some(kernel), op)
     });
-    let failed: Vec<&String> = outcomes.iter().flatten().filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
+    let failed: Vec<&String> = outcomes.iter().flat_map(|o| &o.0).filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
     for f in &failed {
         println!("FAIL {f}");
     }
@@ -440,11 +418,37 @@ fn hopper_split_launches_on_concurrent_streams_finish() {
     let gemm = open();
     let seed = seed();
     let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
-    let start = std::sync::Barrier::new(THREADS);
-    let outcomes: Vec<Vec<(bool, String)>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
+    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, 2 * SHAPES.len(), |t, i, _| {
+        let (m, n, k) = SHAPES[(i + t) % SHAPES.len()];
+        (Some(v7), testing::op_for(v7, m, n, k))
+    });
+    for (t, (lines, took)) in outcomes.iter().enumerate() {
+        for (_, l) in lines {
+            println!("{l}");
+        }
+        println!("thread {t}: {:.1} ms", took.as_secs_f64() * 1e3);
+    }
+    let failed: Vec<&String> = outcomes.iter().flat_map(|o| &o.0).filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
+    println!("reliability: split launches on {THREADS} streams at once: {} failed", failed.len());
+    assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+}
+
+/// `calls` checked calls ([`concurrent_call`]) on each of `threads` threads sharing `gemm`, each
+/// thread on its own stream with its own cuBLAS handle, all started together. Call `i` of thread
+/// `t` is what `pick(t, i, rng)` returns: the kernel (`None`: the library's choice) and the call.
+/// Per thread: `(passed, what)` for each call, and how long its calls took.
+fn on_concurrent_streams<'k>(
+    gemm: &Gemm,
+    seed: u64,
+    threads: usize,
+    calls: usize,
+    pick: impl Fn(usize, usize, &mut Rng) -> (Option<&'k KernelSpec>, GemmOp) + Sync,
+) -> Vec<(Vec<(bool, String)>, std::time::Duration)> {
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let (gemm, start) = (&gemm, &start);
+                let (start, pick) = (&start, &pick);
                 s.spawn(move || {
                     let stream = gemm.context().new_stream().expect("cuStreamCreate");
                     let blas = Cublas::new(&stream).expect("cublasCreate");
@@ -452,28 +456,20 @@ fn hopper_split_launches_on_concurrent_streams_finish() {
                     let mut lines = Vec::new();
                     start.wait();
                     let began = std::time::Instant::now();
-                    for i in 0..2 * SHAPES.len() {
-                        let (m, n, k) = SHAPES[(i + t) % SHAPES.len()];
-                        let op = testing::op_for(v7, m, n, k);
-                        let what = format!("thread {t} call {i}: {}", testing::describe(&op));
-                        match concurrent_call(gemm, &stream, &blas, Some(v7), &op, rng.next_u64()) {
+                    for i in 0..calls {
+                        let (kernel, op) = pick(t, i, &mut rng);
+                        let what = format!("thread {t} call {i}: {} {}", kernel.map_or("auto", |k| k.name), testing::describe(&op));
+                        match concurrent_call(gemm, &stream, &blas, kernel, &op, rng.next_u64()) {
                             Ok(c) => lines.push((c.passed(), format!("{what}: rel error {:.2e}, unwritten {}, stray {}", c.rel_error(), c.unwritten, c.stray))),
                             Err(e) => lines.push((false, format!("{what}: {e}"))),
                         }
                     }
-                    lines.push((true, format!("thread {t}: {:.1} ms", began.elapsed().as_secs_f64() * 1e3)));
-                    lines
+                    (lines, began.elapsed())
                 })
             })
             .collect();
         workers.into_iter().map(|w| w.join().expect("a worker thread panicked")).collect()
-    });
-    let failed: Vec<&String> = outcomes.iter().flatten().filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
-    for (_, l) in outcomes.iter().flatten() {
-        println!("{l}");
-    }
-    println!("reliability: split launches on {THREADS} streams at once: {} failed", failed.len());
-    assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+    })
 }
 
 /// One checked call on `stream`: fresh buffers and inputs, the kernel (or the library's choice),
