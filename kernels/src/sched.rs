@@ -89,33 +89,59 @@ const FIXUP_KB: u32 = 4;
 impl StreamK {
     /// The schedule: stream-K over the last `workers` units plus the incomplete wave, or over
     /// all units when there are fewer than workers, when that shortens the busiest worker's
-    /// [`path`](Self::path); otherwise every unit whole.
+    /// [`path`](Self::path); failing that, over the incomplete wave alone; otherwise every unit
+    /// whole.
     pub const fn new(units: u32, num_kb: u32, workers: u32) -> StreamK {
         let whole = StreamK::whole(units, num_kb, workers);
         if workers <= 1 || num_kb == 0 || units.is_multiple_of(workers) {
             return whole;
         }
         let waves = units / workers;
-        let dp_units = if waves == 0 { 0 } else { (waves - 1) * workers };
-        if waves > 0 && (units - dp_units) as u64 * 8 > units as u64 && !whole.idles_an_eighth() {
+        // The last whole wave and the incomplete one (every unit, with fewer than a wave): a
+        // worker's share is then at least a unit deep where there are whole waves, so no worker
+        // holds only the middle of a unit, whose finisher would wait for that whole share.
+        if let Some(sk) = whole.split_after(if waves == 0 { 0 } else { waves - 1 }) {
+            return sk;
+        }
+        // Where splitting the last whole wave too would put more than an eighth of the work out
+        // of step, the incomplete wave alone, against whole units: 6144³ 1.016× cuBLAS against
+        // 1.001×, 4096×11008×4096 1.061× against 1.036× (nineteenth session, six rounds). Where
+        // both are allowed it loses: 8192³ split so read 1.030× against 1.041×, its 66-block
+        // shares shorter than a 128-block unit.
+        match whole.split_after(waves) {
+            Some(sk) => sk,
+            None => whole,
+        }
+    }
+
+    /// Stream-K after `waves` whole waves, if that shortens the path and does not split too
+    /// much of the work.
+    const fn split_after(&self, waves: u32) -> Option<StreamK> {
+        let (units, num_kb, workers) = (self.units, self.num_kb, self.workers);
+        let dp_units = waves * workers;
+        if dp_units >= units {
+            return None;
+        }
+        if units > workers && (units - dp_units) as u64 * 8 > units as u64 && !self.idles_an_eighth() {
             // Split units run out of step in K, so tiles running together stop sharing their
             // operands in L2: with more than an eighth of the work split, that cost more than
             // the balance won on the H200 (1024×8192×8192, 4096³ and 6144³ measured 1–4%
-            // slower, 8192³ and larger 2–3% faster). Those whole schedules leave 3% of their
-            // slots idle; where whole units would leave more than an eighth idle (3000³: 144
-            // units on 66 pairs, 27%), the balance wins by far more than L2 can cost.
-            return whole;
+            // slower with their last 1.9 waves split, seventh session; 8192³ and larger 2–3%
+            // faster). Those whole schedules leave 3% of their slots idle; where whole units
+            // would leave more than an eighth idle (3000³: 144 units on 66 pairs, 27%), the
+            // balance wins by far more than L2 can cost.
+            return None;
         }
         let split = (units - dp_units) as u64 * num_kb as u64;
         if split > (u32::MAX / 2) as u64 {
-            return whole;
+            return None;
         }
         let share = (split as u32).div_ceil(workers);
         let sk = StreamK { units, num_kb, workers, dp_units, share };
-        if share < MIN_SHARE || sk.path() >= whole.path() {
-            return whole;
+        if share < MIN_SHARE || sk.path() >= self.path() {
+            return None;
         }
-        sk
+        Some(sk)
     }
 
     /// The busiest worker's path in K blocks: its whole units, its share, and a fix-up per
@@ -413,7 +439,15 @@ mod tests {
         assert!(!check_stream_k(64, 32, 66).splits(), "2048³: 64 units of 32 blocks fit one wave");
         assert!(!check_stream_k(67, 4, 66).splits());
         assert!(!check_stream_k(128, 128, 66).splits(), "between one and two waves");
-        assert!(!check_stream_k(256, 64, 66).splits(), "4096³: half the work would be split");
+        // Where the last whole wave may not be split, the incomplete wave alone is: 6144³ is
+        // 576 units of 96 blocks, 8.7 waves; 4096×11008×4096 688 units of 64 blocks, 10.4.
+        let sk = check_stream_k(576, 96, 66);
+        assert_eq!((sk.dp_units, sk.share), (8 * 66, 70), "6144³: 48 units × 96 blocks over 66 pairs");
+        let sk = check_stream_k(688, 64, 66);
+        assert_eq!((sk.dp_units, sk.share), (10 * 66, 28));
+        // Not where it would lengthen the path: 4096³ (3.9 waves) split after three waves takes
+        // 192 + 57 + 8 blocks, whole units 256; after two, half the work would be split.
+        assert!(!check_stream_k(256, 64, 66).splits());
         // Unless whole units would leave many workers idle: 3000³ is 144 units, 2.2 waves.
         let sk = check_stream_k(144, 47, 66);
         assert_eq!((sk.dp_units, sk.share), (66, 56), "one wave whole, then 78 units × 47 blocks over 66");
