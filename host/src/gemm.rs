@@ -273,8 +273,9 @@ impl Gemm {
             Prepared::Launch { kernel, func, shape, maps, args } => {
                 self.before_launch(Some(kernel.name))?;
                 let mut args = *args;
-                if shape.split {
+                if let Some(sk) = shape.split {
                     args.workspace = self.workspace(stream)?;
+                    (args.dp_units, args.share) = (sk.dp_units, sk.share);
                 }
                 unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }.map_err(|e| self.diagnose(e))
             }

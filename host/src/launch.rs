@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use hgemm_kernels::args::GemmArgs;
-use hgemm_kernels::sched::Workspace;
+use hgemm_kernels::sched::{StreamK, Workspace};
 use hgemm_kernels::spec::{Grid, KernelSpec};
 use std::ffi::c_void;
 
@@ -22,9 +22,9 @@ pub struct LaunchShape {
     pub cluster: u32,
     /// Dynamic shared memory per CTA, bytes.
     pub smem: u32,
-    /// Whether the kernel's stream-K schedule splits tiles on this grid: each launch then needs
-    /// its stream's workspace (and without one the kernel computes every tile whole).
-    pub split: bool,
+    /// The kernel's stream-K schedule on this grid, where it splits tiles: each launch then
+    /// passes it and its stream's workspace (without one the kernel computes every tile whole).
+    pub split: Option<StreamK>,
     /// Launched with programmatic stream serialization ([`KernelSpec::dependent_launch`]): the
     /// kernel may start while the previous one in the stream finishes, and waits for it itself.
     pub dependent: bool,
@@ -40,14 +40,14 @@ impl LaunchShape {
     /// `stream_k` allows the split.
     pub fn new(spec: &KernelSpec, args: &GemmArgs, max_clusters: u32, stream_k: bool) -> LaunchShape {
         let tiles = spec.scheduler(args.m, args.n).num_tiles();
-        let mut split = false;
+        let mut split = None;
         let (clusters, grid_y) = match spec.grid {
             Grid::PerTile => (tiles, args.batch),
             Grid::Persistent => {
                 let most = persistent_clusters(spec, max_clusters);
                 let units = tiles.saturating_mul(args.batch);
-                split = stream_k && spec.schedule(args, most).is_some_and(|sk| sk.splits());
-                (if split { most } else { units.min(most).max(1) }, 1)
+                split = spec.schedule(args, most).filter(|sk| stream_k && sk.splits());
+                (if split.is_some() { most } else { units.min(most).max(1) }, 1)
             }
         };
         LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split, dependent: spec.dependent_launch }
@@ -56,7 +56,7 @@ impl LaunchShape {
     /// `grid` CTAs of `block` threads in one row, `smem` bytes of dynamic shared memory each, no
     /// cluster, no stream-K, launched plainly: the shape of the library's utility kernels.
     pub(crate) fn plain(grid: u32, block: u32, smem: u32) -> LaunchShape {
-        LaunchShape { grid, grid_y: 1, block, cluster: 1, smem, split: false, dependent: false }
+        LaunchShape { grid, grid_y: 1, block, cluster: 1, smem, split: None, dependent: false }
     }
 }
 
@@ -174,14 +174,14 @@ mod tests {
         let split = GemmArgs::new(520, 776, 4096, 0);
         assert!(spec.schedule(&split, 66).unwrap().splits());
         let s = LaunchShape::new(spec, &split, 66, true);
-        assert_eq!((s.grid, s.split), (132, true));
+        assert_eq!((s.grid, s.split.is_some()), (132, true));
         let s = LaunchShape::new(spec, &split, 66, false);
-        assert_eq!((s.grid, s.split), (24, false), "stream-K not allowed");
+        assert_eq!((s.grid, s.split), (24, None), "stream-K not allowed");
         // The same 12 units at K = 512 are too shallow to split: one pair each.
         let whole = GemmArgs::new(520, 776, 512, 0);
         assert!(!spec.schedule(&whole, 66).unwrap().splits());
         let s = LaunchShape::new(spec, &whole, 66, true);
-        assert_eq!((s.grid, s.split), (24, false));
+        assert_eq!((s.grid, s.split), (24, None));
         // Never more CTAs than the workspace has flags for.
         let deep = GemmArgs::new(520, 776, 65536, 0);
         assert_eq!(LaunchShape::new(spec, &deep, 5000, true).grid, Workspace::MAX_CTAS);
@@ -193,7 +193,7 @@ mod tests {
         // 16×4096: 64 tiles of 64 K blocks on 132 SMs, split by K.
         let small_m = GemmArgs::new(16, 4096, 4096, 0);
         let s = LaunchShape::new(thin, &small_m, 132, true);
-        assert_eq!((s.grid, s.cluster, s.block, s.split), (132, 1, 256, true));
+        assert_eq!((s.grid, s.cluster, s.block, s.split.is_some()), (132, 1, 256, true));
         // Forbidden to split: one CTA per tile.
         assert_eq!(LaunchShape::new(thin, &small_m, 132, false).grid, 64);
     }

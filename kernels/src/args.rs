@@ -27,11 +27,17 @@ pub struct GemmArgs {
     /// Device address of the stream-K workspace ([`crate::sched::Workspace`]); 0 forbids the
     /// kernel to split tiles (every tile is then computed whole).
     pub workspace: u64,
+    /// With a workspace, the split the host chose ([`crate::sched::StreamK::new`]) for this
+    /// grid: the units computed whole, then each worker's share of the rest in K blocks. The
+    /// kernel walks it as given, so a change to how the host chooses leaves the kernel's code as
+    /// it was.
+    pub dp_units: u32,
+    pub share: u32,
 }
 
 impl GemmArgs {
     /// A single GEMM, C = A·Bᵀ, C dense (`ldc == n`).
     pub const fn new(m: u32, n: u32, k: u32, c: u64) -> Self {
-        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0, workspace: 0 }
+        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0, workspace: 0, dp_units: 0, share: 0 }
     }
 }

@@ -538,7 +538,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     // by did not split either).
     let sk = match args.workspace {
         0 => StreamK::whole(tiles * args.batch, num_kb, workers),
-        _ => StreamK::new(tiles * args.batch, num_kb, workers),
+        _ => StreamK { units: tiles * args.batch, num_kb, workers, dp_units: args.dp_units, share: args.share },
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
     let b_share = T::BN / T::CLUSTER;

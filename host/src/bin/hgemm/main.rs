@@ -197,7 +197,7 @@ fn plan(args: &[String]) -> CliResult {
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
-        let schedule = if shape.split { "stream-K: the last waves split by K" } else { "whole tiles" };
+        let schedule = if shape.split.is_some() { "stream-K: the last waves split by K" } else { "whole tiles" };
         println!("{:<20} {:<22} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
     }
     Ok(true)
