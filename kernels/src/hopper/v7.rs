@@ -40,7 +40,10 @@
 //!   is at most an eighth of the work, or whole tiles would leave more than an eighth of the
 //!   waves' pairs idle (3000³: 2.2 waves), or there are fewer tiles than pairs and K is deep, the
 //!   last waves' K blocks are dealt out evenly instead: a tile may be begun by one pair and
-//!   finished by the next, which adds the f32 partial sum the first left in a workspace.
+//!   finished by the next, which adds the f32 partial sum the first left in a workspace. Where
+//!   more than an eighth would be split, the incomplete wave alone is, if that shortens the path
+//!   (6144³ +0.4–1.6%, 4096×11008×4096 +2.5–4%). The host chooses the split and passes it
+//!   ([`crate::args::GemmArgs::dp_units`], `share`); the kernel walks it as given.
 //! - **Waves in step, snaking through L2** (stream-K launches): before each whole wave, a
 //!   cluster's producer waits until every cluster has issued the loads of the wave before
 //!   (`kernels/src/rendezvous.rs`), so that the clusters of a wave keep sharing their operands in L2
@@ -104,10 +107,11 @@
 //! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
 //! its held boxes take (64 registers beside the accumulator's 128).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, eighteenth session, paired with cuBLAS in one run):
-//! 686 TFLOP/s, 1.042× cuBLAS (v6: 1.005×); the same kernel as `auto` and `direct` in the same
-//! process read 1.048× and 1.042×, and over the session's eleven readings of `auto` 1.033–1.050
-//! (median 1.041). The 12-shape sweep's geometric mean: 1.013 in that run.
+//! Measured on an H200 at 8192³ (2026-11-30, nineteenth session, paired with cuBLAS in one run):
+//! 683 TFLOP/s, 1.027× cuBLAS (v6: 1.003×); the same kernel as `auto` and `direct` in the same
+//! process read 1.032× and 1.035×, and over sixteen readings of `auto` on that card 1.027–1.057
+//! (median 1.050; on the eighteenth session's card a median of 1.041). The 12-shape sweep's
+//! geometric mean: 1.016 in that run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
