@@ -99,15 +99,16 @@ impl StreamK {
         let waves = units / workers;
         // The last whole wave and the incomplete one (every unit, with fewer than a wave): a
         // worker's share is then at least a unit deep where there are whole waves, so no worker
-        // holds only the middle of a unit, whose finisher would wait for that whole share.
+        // holds only the middle of a unit, whose partial sum its finisher would wait for at the
+        // end of the share instead of finding it stored.
         if let Some(sk) = whole.split_after(if waves == 0 { 0 } else { waves - 1 }) {
             return sk;
         }
         // Where splitting the last whole wave too would put more than an eighth of the work out
         // of step, the incomplete wave alone, against whole units: 6144³ 1.016× cuBLAS against
         // 1.001×, 4096×11008×4096 1.061× against 1.036× (nineteenth session, six rounds). Where
-        // both are allowed it loses: 8192³ split so read 1.030× against 1.041×, its 66-block
-        // shares shorter than a 128-block unit.
+        // both are allowed it is not taken: 8192³ split so read 1.030× against 1.041× (six
+        // rounds; the kernel's code changed with it then, which alone can move 8192³ by 1%).
         match whole.split_after(waves) {
             Some(sk) => sk,
             None => whole,
