@@ -107,8 +107,10 @@ impl StreamK {
         // Where splitting the last whole wave too would put more than an eighth of the work out
         // of step, the incomplete wave alone, against whole units: 6144³ 1.016× cuBLAS against
         // 1.001×, 4096×11008×4096 1.061× against 1.036× (nineteenth session, six rounds). Where
-        // both are allowed it is not taken: 8192³ split so read 1.030× against 1.041× (six
-        // rounds; the kernel's code changed with it then, which alone can move 8192³ by 1%).
+        // both are allowed the two-wave split stays: the incomplete wave alone read the same at
+        // 8192³ and 0.3–0.9% faster at 4096×14336×4096 and 8192×8192×28672 (two calls, the
+        // kernel's code unchanged), within the spread, and `choose` would then move
+        // 8192×28672×8192 to the mid tile, which measured 4% slower there.
         match whole.split_after(waves) {
             Some(sk) => sk,
             None => whole,
