@@ -28,9 +28,9 @@ pub struct GemmArgs {
     /// kernel to split tiles (every tile is then computed whole).
     pub workspace: u64,
     /// With a workspace, the split the host chose ([`crate::sched::StreamK::new`]) for this
-    /// grid: the units computed whole, then each worker's share of the rest in K blocks. The
-    /// kernel walks it as given, so a change to how the host chooses leaves the kernel's code as
-    /// it was.
+    /// grid: the units computed whole, then each worker's share of the rest in K blocks (never
+    /// 0: the host passes a workspace only to launches that split). The kernel walks it as
+    /// given, so a change to how the host chooses leaves the kernel's code as it was.
     pub dp_units: u32,
     pub share: u32,
 }
