@@ -175,6 +175,9 @@ mod tests {
         assert!(spec.schedule(&split, 66).unwrap().splits());
         let s = LaunchShape::new(spec, &split, 66, true);
         assert_eq!((s.grid, s.split.is_some()), (132, true));
+        // The kernel walks the split it is passed with one worker per cluster of the grid: the
+        // host's schedule must be the one for that many workers.
+        assert_eq!(s.split, spec.schedule(&split, s.grid / s.cluster));
         let s = LaunchShape::new(spec, &split, 66, false);
         assert_eq!((s.grid, s.split), (24, None), "stream-K not allowed");
         // The same 12 units at K = 512 are too shallow to split: one pair each.
