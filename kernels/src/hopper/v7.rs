@@ -873,16 +873,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     // The box's last pair, or the fragment's (a trimmed tile's last box is half
                     // full).
                     if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
-                        fence::proxy_async_shared_cta();
-                        bar::sync(1 + c, 128);
-                        if leader {
-                            if x < tma_columns as i32 {
-                                let y = if c_col { n0 + j * C_BOX.inner } else { row0 } as i32;
-                                tma::store_3d(map_c, x, y, z, buf.0);
-                            }
-                            // One group per box (see above).
-                            tma::commit_group();
-                        }
+                        store_staged(buf, j, (m0, n0, z));
                     }
                 });
                 boxes += T::BN.div_ceil(C_BOX.inner);
