@@ -74,6 +74,8 @@ fn plan_runs_without_a_gpu() {
     assert_eq!(rows.len(), 2, "{text}");
     assert_eq!(&rows[0][..4], ["8192x8192x8192", "hopper_v7", "132", "2"], "{text}");
     assert!(rows[0][4].starts_with("stream-K"), "{text}");
+    // The split itself: 14 whole waves of 66 pairs, the last 100 units' K blocks over 66 pairs.
+    assert!(text.lines().nth(1).unwrap().ends_with("(924 of 1024 units whole, shares of 194 K blocks)"), "{text}");
     assert_eq!(&rows[1][..2], ["128x8192x8192", pick(128, 8192, 8192).0], "{text}");
     // The sweep by default; a bad SM count is an error, not a guess.
     let all = Command::new(hgemm).arg("plan").output().unwrap();

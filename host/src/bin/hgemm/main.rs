@@ -28,7 +28,8 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --ou
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
           a --shapes call a kernel cannot take is reported with the reason and not counted)
   plan   [--shapes MxNxK,...] [--sms N]
-         (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, and its grid)";
+         (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
+          stream-K split: the units computed whole and each worker's share of the rest)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -180,7 +181,7 @@ fn verify(args: &[String]) -> CliResult {
 }
 
 /// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
-/// out on the host ([`hgemm::op::choose_offline`]): the kernel, its grid, and whether its schedule
+/// out on the host ([`hgemm::op::choose_offline`]): the kernel, its grid, and how its schedule
 /// splits tiles by K.
 fn plan(args: &[String]) -> CliResult {
     let sms: u32 = match flag(args, "--sms").map(str::parse) {
@@ -197,7 +198,7 @@ fn plan(args: &[String]) -> CliResult {
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
-        let schedule = if shape.split.is_some() { "stream-K: the last waves split by K" } else { "whole tiles" };
+        let schedule = match shape.split { Some(sk) => format!("stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)", sk.dp_units, sk.units, sk.share), None => "whole tiles".into() };
         println!("{:<20} {:<22} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
     }
     Ok(true)
