@@ -117,10 +117,25 @@ impl StreamK {
         }
     }
 
+    /// Stream-K over every unit, none whole, where that shortens the path; otherwise [`new`]'s
+    /// schedule. For tiles that share nothing in L2 worth keeping a wave in step for.
+    ///
+    /// [`new`]: Self::new
+    pub const fn spread(units: u32, num_kb: u32, workers: u32) -> StreamK {
+        let whole = StreamK::whole(units, num_kb, workers);
+        if workers <= 1 || num_kb == 0 || units.is_multiple_of(workers) {
+            return whole;
+        }
+        match whole.split_from(0) {
+            Some(sk) => sk,
+            None => StreamK::new(units, num_kb, workers),
+        }
+    }
+
     /// Stream-K after `waves` whole waves, if that shortens the path and does not split too
     /// much of the work.
     const fn split_after(&self, waves: u32) -> Option<StreamK> {
-        let (units, num_kb, workers) = (self.units, self.num_kb, self.workers);
+        let (units, workers) = (self.units, self.workers);
         let dp_units = waves * workers;
         if dp_units >= units {
             return None;
@@ -135,6 +150,12 @@ impl StreamK {
             // balance wins by far more than L2 can cost.
             return None;
         }
+        self.split_from(dp_units)
+    }
+
+    /// Stream-K over the units from `dp_units < units` on, if that shortens the path.
+    const fn split_from(&self, dp_units: u32) -> Option<StreamK> {
+        let (units, num_kb, workers) = (self.units, self.num_kb, self.workers);
         let split = (units - dp_units) as u64 * num_kb as u64;
         if split > (u32::MAX / 2) as u64 {
             return None;
@@ -327,7 +348,11 @@ mod tests {
     /// Every K block of every unit computed once; partial sums published before anyone waits
     /// on them, and only ever awaited by a later worker of the same unit.
     fn check_stream_k(units: u32, num_kb: u32, workers: u32) -> StreamK {
-        let sk = StreamK::new(units, num_kb, workers);
+        check_schedule(StreamK::new(units, num_kb, workers))
+    }
+
+    fn check_schedule(sk: StreamK) -> StreamK {
+        let (units, num_kb, workers) = (sk.units, sk.num_kb, sk.workers);
         let mut done = vec![0u8; (units * num_kb) as usize];
         // unit -> (worker, kb range) of each unfinished piece
         let mut partial: vec::Vec<Option<(u32, u32, u32)>> = vec![None; workers as usize];
@@ -379,6 +404,7 @@ mod tests {
             for &kb in &[1, 2, 7, 8, 16, 32, 33, 128, 448] {
                 for &workers in &[1, 2, 3, 7, 64, 66, 132] {
                     check_stream_k(units, kb, workers);
+                    check_schedule(StreamK::spread(units, kb, workers));
                 }
             }
         }
@@ -459,6 +485,25 @@ mod tests {
         // Fewer units than workers and a deep K: split-K in effect.
         let sk = check_stream_k(6, 128, 66);
         assert_eq!((sk.dp_units, sk.share), (0, 12));
+    }
+
+    #[test]
+    fn spread_splits_every_unit_where_that_shortens_the_path() {
+        // 448 thin tiles of 64 blocks on 132 SMs: every unit split, where `new` keeps two waves.
+        assert_eq!((StreamK::new(448, 64, 132).dp_units, StreamK::new(448, 64, 132).share), (264, 90));
+        let sk = check_schedule(StreamK::spread(448, 64, 132));
+        assert_eq!((sk.dp_units, sk.share), (0, 218));
+        // The path is the same, 222 blocks: what the thin tile gained is not in the model.
+        assert_eq!(sk.path(), StreamK::new(448, 64, 132).path());
+        // Past the eighth-of-the-work rule, which is about tiles that share L2 in step: 1000
+        // units, where `new` splits the incomplete wave alone.
+        assert_eq!(StreamK::new(1000, 64, 132).dp_units, 7 * 132);
+        assert_eq!(check_schedule(StreamK::spread(1000, 64, 132)).dp_units, 0);
+        // Whole waves stay whole; where splitting everything is no shorter (1.9 waves: 125
+        // blocks and a fix-up against 128), `new`'s schedule.
+        assert!(!StreamK::spread(264, 64, 132).splits());
+        assert_eq!(StreamK::spread(256, 64, 132), StreamK::new(256, 64, 132));
+        assert!(!StreamK::spread(256, 64, 132).splits());
     }
 
     #[test]

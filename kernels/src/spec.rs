@@ -160,6 +160,9 @@ pub struct StreamKSpec {
     pub block_k: u32,
     /// Bytes of one CTA's partial tile (f32), its slot in the workspace.
     pub partial_bytes: u32,
+    /// Whether the schedule splits every unit ([`crate::sched::StreamK::spread`]) instead of
+    /// keeping whole waves ([`crate::sched::StreamK::new`]).
+    pub spread: bool,
 }
 
 impl KernelSpec {
@@ -251,7 +254,8 @@ impl KernelSpec {
         match self.stream_k {
             Some(s) => {
                 let units = self.scheduler(args.m, args.n).num_tiles() * args.batch;
-                Some(crate::sched::StreamK::new(units, args.k.div_ceil(s.block_k), workers))
+                let num_kb = args.k.div_ceil(s.block_k);
+                Some(if s.spread { crate::sched::StreamK::spread(units, num_kb, workers) } else { crate::sched::StreamK::new(units, num_kb, workers) })
             }
             None => None,
         }

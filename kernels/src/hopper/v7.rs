@@ -43,7 +43,9 @@
 //!   finished by the next, which adds the f32 partial sum the first left in a workspace. Where
 //!   more than an eighth would be split, the incomplete wave alone is, if that shortens the path
 //!   (6144³ +0.4–1.6%, 4096×11008×4096 +2.5–4%). The host chooses the split and passes it
-//!   ([`crate::args::GemmArgs::dp_units`], `share`); the kernel walks it as given.
+//!   ([`crate::args::GemmArgs::dp_units`], `share`); the kernel walks it as given. Thin tiles,
+//!   which stream B from DRAM, split every unit instead ([`Tile::SPREAD`]): 1.3–3% at N = 28672
+//!   and M ≤ 64.
 //! - **Waves in step, snaking through L2** (stream-K launches): before each whole wave, a
 //!   cluster's producer waits until every cluster has issued the loads of the wave before
 //!   (`kernels/src/rendezvous.rs`), so that the clusters of a wave keep sharing their operands in L2
@@ -149,6 +151,9 @@ pub trait Tile {
     /// register file (384 threads × 168); a held tile needs the consumers' 240.
     const PRODUCER_REGS: u32 = 40;
     const CONSUMER_REGS: u32 = 232;
+    /// Stream-K over every unit instead of whole waves kept in step and the last ones split
+    /// ([`crate::spec::StreamKSpec::spread`]).
+    const SPREAD: bool = false;
     /// What a consumer holds of a finished tile (`()` where nothing is held).
     #[cfg(hopper)]
     type Held: Held<Self::Acc>;
@@ -348,6 +353,12 @@ impl Tile for Thin {
     const BN: u32 = 64;
     const CLUSTER: u32 = 1;
     const STAGES: u32 = 12;
+    /// Thin tiles stream B from DRAM, each its own columns, so a wave shares nothing in L2 that
+    /// keeping it in step would save; spread evenly, every SM streams the same number of K blocks.
+    /// N = 28672 (448 units on 132 SMs, 264 of them whole before): 1.3–3.0% faster at M = 1–32
+    /// and K = 4096 or 8192 (1x28672x8192 0.925 → 0.947 cuBLAS, 32x28672x4096 0.922 → 0.947),
+    /// 1.8% at 64x28672x4096, 0.4% at 64x28672x8192 (twentieth session, four rounds each).
+    const SPREAD: bool = true;
     #[cfg(hopper)]
     type Acc = [f32; 32];
     #[cfg(hopper)]
@@ -405,7 +416,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) 
         general: true,
         edge_maps: true,
         c_col_major: c_col,
-        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>() }),
+        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>(), spread: T::SPREAD }),
         dependent_launch: true,
         holds_tile: T::HOLD,
     }
