@@ -122,14 +122,13 @@ impl StreamK {
     ///
     /// [`new`]: Self::new
     pub const fn spread(units: u32, num_kb: u32, workers: u32) -> StreamK {
-        let whole = StreamK::whole(units, num_kb, workers);
-        if workers <= 1 || num_kb == 0 || units.is_multiple_of(workers) {
-            return whole;
+        // Where `new` computes every unit whole at once (one worker, no K, whole waves), so does this.
+        if workers > 1 && num_kb > 0 && !units.is_multiple_of(workers) {
+            if let Some(sk) = StreamK::whole(units, num_kb, workers).split_from(0) {
+                return sk;
+            }
         }
-        match whole.split_from(0) {
-            Some(sk) => sk,
-            None => StreamK::new(units, num_kb, workers),
-        }
+        StreamK::new(units, num_kb, workers)
     }
 
     /// Stream-K after `waves` whole waves, if that shortens the path and does not split too
@@ -490,11 +489,12 @@ mod tests {
     #[test]
     fn spread_splits_every_unit_where_that_shortens_the_path() {
         // 448 thin tiles of 64 blocks on 132 SMs: every unit split, where `new` keeps two waves.
-        assert_eq!((StreamK::new(448, 64, 132).dp_units, StreamK::new(448, 64, 132).share), (264, 90));
+        let kept = StreamK::new(448, 64, 132);
+        assert_eq!((kept.dp_units, kept.share), (264, 90));
         let sk = check_schedule(StreamK::spread(448, 64, 132));
         assert_eq!((sk.dp_units, sk.share), (0, 218));
         // The path is the same, 222 blocks: what the thin tile gained is not in the model.
-        assert_eq!(sk.path(), StreamK::new(448, 64, 132).path());
+        assert_eq!(sk.path(), kept.path());
         // Past the eighth-of-the-work rule, which is about tiles that share L2 in step: 1000
         // units, where `new` splits the incomplete wave alone.
         assert_eq!(StreamK::new(1000, 64, 132).dp_units, 7 * 132);
