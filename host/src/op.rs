@@ -694,10 +694,19 @@ mod tests {
         // M ≤ 64: one row of thin tiles (measured against slim pairs on the H200, eighth
         // session: 64×4096×4096 1.00× cuBLAS against 0.86×, 16×14336×4096 0.92× against 0.83×).
         assert_eq!(pick(64, 64, 64), thin);
-        assert_eq!(pick(1, 4096, 4096), thin);
-        assert_eq!(pick(16, 14336, 4096), thin);
         assert_eq!(pick(64, 8192, 8192), thin);
         assert_eq!(pick(64, 1024, 8192), thin);
+        assert_eq!(pick(40, 28672, 4096), thin);
+        // M ≤ 32: narrow pairs written column-major, 16 or 32 columns of M (twenty-first
+        // session: 16×14336×4096 0.963× cuBLAS against 0.934×, 32×28672×4096 0.964× against
+        // 0.943×), where N, C's contiguous side, is a multiple of 8 as their TMA stores need.
+        let (narrow16, narrow32) = ((64, 16), (64, 32));
+        assert_eq!(pick(1, 4096, 4096), narrow16);
+        assert_eq!(pick(8, 28672, 4096), narrow16);
+        assert_eq!(pick(16, 14336, 4096), narrow16);
+        assert_eq!(pick(17, 14336, 4096), narrow32);
+        assert_eq!(pick(32, 28672, 8192), narrow32);
+        assert_eq!(pick(16, 14337, 4096), thin);
         // N ≤ 64: one column of thin tiles.
         assert_eq!(pick(4096, 16, 4096), thin);
         assert_eq!(pick(16384, 64, 4096), thin);
@@ -806,15 +815,15 @@ mod tests {
 
     #[test]
     fn thin_tiles_spread_every_unit() {
-        // Decode-like calls, M of 1–64 and N = 28672: 448 thin tiles on 132 SMs. They split every
-        // unit (measured 1.3–3% faster than two whole waves and the rest split); the wide tile
-        // keeps its whole waves.
+        // Decode-like calls, M of 1–64 and N = 28672: 448 thin tiles on 132 SMs, or 224 pairs of
+        // narrow ones on 66 pairs. They split every unit (thin tiles: measured 1.3–3% faster than
+        // two whole waves and the rest split); the wide tile keeps its whole waves.
         let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
-        for (m, k, share) in [(1, 8192, 435), (32, 4096, 218), (64, 8192, 435)] {
+        for (m, k, name, share) in [(1, 8192, "hopper_v7_narrow16_kk_cm", 435), (32, 4096, "hopper_v7_narrow32_kk_cm", 218), (64, 8192, "hopper_v7_thin_kk", 435)] {
             let op = GemmOp::new(m, 28672, k);
             let s = choose(kernels.iter().copied(), &op, 132).unwrap();
-            assert_eq!(s.name, "hopper_v7_thin_kk", "{m}x28672x{k}");
-            let sk = s.schedule(&op.shape_args(), 132).unwrap();
+            assert_eq!(s.name, name, "{m}x28672x{k}");
+            let sk = s.schedule(&for_kernel(s, &op).0.shape_args(), 132 / s.cluster).unwrap();
             assert_eq!((sk.dp_units, sk.share), (0, share), "{m}x28672x{k}: {sk:?}");
         }
         let op = GemmOp::new(8192, 8192, 8192);

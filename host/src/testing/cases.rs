@@ -306,7 +306,7 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     // Partial tiles in the kernel's coordinates: an entry that writes C column-major takes its
     // M in multiples of 8, and one that takes one column of tiles gets a partial column.
     let pm = if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 };
-    let pn = if kernel.single_tile_column() { unit_n - 24 } else { unit_n + 40 };
+    let pn = if kernel.single_tile_column() { unit_n - 24.min(unit_n / 2) } else { unit_n + 40 };
     let plain = |mk, nk, k| {
         let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
         (format!("{m}x{n}x{k}"), op_for(kernel, m, n, k))
@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
         let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
-        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm"]);
+        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
             let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
             // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the
@@ -446,7 +446,7 @@ mod tests {
             for c_layout in [Layout::RowMajor, Layout::ColMajor] {
                 let v = Variant { c_layout, ..Variant::GENERAL };
                 // Within one column of tiles for the entries that take no more.
-                let (m, n) = if kernel.single_tile_column() { (152, 144) } else { (304, 200) };
+                let (m, n) = if kernel.single_tile_column() { within_one_column(kernel, c_layout, 152, 144) } else { (304, 200) };
                 let op = op_with(kernel, m, n, 72, &v);
                 let (kop, _) = op::for_kernel(kernel, &op);
                 assert_eq!((kop.a_major(), kop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);

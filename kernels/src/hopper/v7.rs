@@ -19,9 +19,12 @@
 //!   the wide tile 224 wide, for N from 193 to 224 (32768×224×4096: 1.00× against 0.86× for
 //!   wide tiles). These eight pair CTAs along M to share B. For M ≤ 64, where half of a slim
 //!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
-//!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). The host picks by the number of
-//!   waves each shape needs.
-//! - **C column-major** (the `_cm` entries of the lean, mid and trimmed tiles): the epilogue
+//!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). For M ≤ 32 at large N,
+//!   [`Narrow32`] and [`Narrow16`] are thin tiles 32 and 16 columns wide in pairs, written
+//!   column-major, so that the pair shares A and the MMAs compute no more than 16 or 32 rows of
+//!   C (16×14336×4096: 0.96× cuBLAS against 0.93× for thin tiles). The host picks by the number
+//!   of waves each shape needs.
+//! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
 //!   Cᵀ = B·Aᵀ, so that a small M becomes the tile's 160, 192 or 224 columns, where every
@@ -254,8 +257,20 @@ pub struct WideTrim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
 /// pairs of slim tiles, whose second CTA would only compute rows past M), and for N ≤ 64, where
-/// one column covers C and each tile reads its own rows of A.
+/// one column covers C and each tile reads its own rows of A. (For M ≤ 32 with N a multiple of 8
+/// the host takes the narrow pairs below instead.)
 pub struct Thin;
+/// 64×32 with one consumer, clusters of two, 16 stages, written column-major only (`_cm`): for
+/// M from 17 to 32 where N is a multiple of 8. The host hands the call over as Cᵀ = B·Aᵀ, so
+/// each CTA streams 64 rows of B, the pair shares A's rows by multicast, and the MMA (m64n32)
+/// computes 32 rows of C where the thin tile computes 64. This is the design of cuBLAS's small-M
+/// kernels (`docs/performance.md`, "Small M and the square tile against cuBLAS's kernels").
+/// Measured against thin tiles forced (twenty-first session): 32×28672×4096 0.964× cuBLAS
+/// against 0.943×; the transposed form alone gained nothing, pairs 0–1.3%, the narrower MMA the
+/// rest. One column of tiles only, like [`Trim`].
+pub struct Narrow32;
+/// [`Narrow32`] 16 columns wide (m64n16), for M ≤ 16.
+pub struct Narrow16;
 
 impl Tile for Wide {
     const CONSUMERS: u32 = 2;
@@ -365,6 +380,31 @@ impl Tile for Thin {
     type Held = ();
 }
 
+impl Tile for Narrow32 {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 32;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 16;
+    /// Each pair streams its own rows of B, as thin tiles do.
+    const SPREAD: bool = true;
+    #[cfg(hopper)]
+    type Acc = [f32; 16];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Narrow16 {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 16;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 16;
+    const SPREAD: bool = true;
+    #[cfg(hopper)]
+    type Acc = [f32; 8];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
 const fn major(mn: bool) -> Major {
     if mn { Major::MN } else { Major::K }
 }
@@ -453,6 +493,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Thin>("hopper_v7_thin_kmn", false, true, false),
     spec::<Thin>("hopper_v7_thin_mnk", true, false, false),
     spec::<Thin>("hopper_v7_thin_mnmn", true, true, false),
+    spec::<Narrow32>("hopper_v7_narrow32_kk_cm", false, false, true),
+    spec::<Narrow16>("hopper_v7_narrow16_kk_cm", false, false, true),
 ];
 
 /// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
@@ -508,6 +550,8 @@ entries! {
     hopper_v7_thin_kmn: Thin, false, true, RowMajorC;
     hopper_v7_thin_mnk: Thin, true, false, RowMajorC;
     hopper_v7_thin_mnmn: Thin, true, true, RowMajorC;
+    hopper_v7_narrow32_kk_cm: Narrow32, false, false, ColMajorC;
+    hopper_v7_narrow16_kk_cm: Narrow16, false, false, ColMajorC;
 }
 
 #[cfg(hopper)]
