@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
         let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
-        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm"]);
+        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
             let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
             // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the

@@ -22,8 +22,9 @@
 //!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). For M ≤ 32 at large N,
 //!   [`Narrow32`] and [`Narrow16`] are thin tiles 32 and 16 columns wide in pairs, written
 //!   column-major, so that the pair shares A and the MMAs compute no more than 16 or 32 rows of
-//!   C (16×14336×4096: 0.96× cuBLAS against 0.93× for thin tiles). The host picks by the number
-//!   of waves each shape needs.
+//!   C (16×14336×4096: 0.96× cuBLAS against 0.93× for thin tiles); [`Narrow96`] is 96 wide, for
+//!   M or N from 65 to 96 (96×14336×4096: 0.96× against 0.90× for lean pairs). The host picks by
+//!   the number of waves each shape needs.
 //! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
@@ -271,6 +272,12 @@ pub struct Thin;
 pub struct Narrow32;
 /// [`Narrow32`] 16 columns wide (m64n16), for M ≤ 16.
 pub struct Narrow16;
+/// 64×96 with one consumer, clusters of two, 10 stages: for M or N from 65 to 96, which slim
+/// pairs (64×128) cover with up to 63 columns to spare. Written column-major (`_cm`) for a
+/// small M, as [`Narrow32`] is, or plainly for a small N; one column of tiles only, like
+/// [`Trim`]. Measured against what `auto` ran before, forced (twenty-first session): 96×14336×4096
+/// 0.963× cuBLAS against 0.895× (lean pairs), 8192×96×8192 1.007× against 0.936× (slim pairs).
+pub struct Narrow96;
 
 impl Tile for Wide {
     const CONSUMERS: u32 = 2;
@@ -393,6 +400,17 @@ impl Tile for Narrow32 {
     type Held = ();
 }
 
+impl Tile for Narrow96 {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 96;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 10;
+    #[cfg(hopper)]
+    type Acc = [f32; 48];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
 impl Tile for Narrow16 {
     const CONSUMERS: u32 = 1;
     const BN: u32 = 16;
@@ -495,6 +513,8 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Thin>("hopper_v7_thin_mnmn", true, true, false),
     spec::<Narrow32>("hopper_v7_narrow32_kk_cm", false, false, true),
     spec::<Narrow16>("hopper_v7_narrow16_kk_cm", false, false, true),
+    spec::<Narrow96>("hopper_v7_narrow96_kk", false, false, false),
+    spec::<Narrow96>("hopper_v7_narrow96_kk_cm", false, false, true),
 ];
 
 /// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
@@ -552,6 +572,8 @@ entries! {
     hopper_v7_thin_mnmn: Thin, true, true, RowMajorC;
     hopper_v7_narrow32_kk_cm: Narrow32, false, false, ColMajorC;
     hopper_v7_narrow16_kk_cm: Narrow16, false, false, ColMajorC;
+    hopper_v7_narrow96_kk: Narrow96, false, false, RowMajorC;
+    hopper_v7_narrow96_kk_cm: Narrow96, false, false, ColMajorC;
 }
 
 #[cfg(hopper)]
