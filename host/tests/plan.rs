@@ -67,11 +67,15 @@ fn the_readme_names_the_kernels_auto_runs() {
 #[test]
 fn plan_runs_without_a_gpu() {
     let hgemm = env!("CARGO_BIN_EXE_hgemm");
-    let out = Command::new(hgemm).args(["plan", "--shapes", "8192x8192x8192,128x8192x8192"]).output().unwrap();
+    let out = Command::new(hgemm).args(["plan", "--shapes", "8192x8192x8192,128x8192x8192,16x28672x4096"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows.len(), 3, "{text}");
+    // The CTAs column (the third, right-aligned) ends at the same place in every line, however
+    // long the kernel's name.
+    let ends: Vec<usize> = text.lines().map(|l| field_end(l, 3)).collect();
+    assert!(ends.iter().all(|&e| e == ends[0]), "{text}");
     assert_eq!(&rows[0][..4], ["8192x8192x8192", "hopper_v7", "132", "2"], "{text}");
     assert!(rows[0][4].starts_with("stream-K"), "{text}");
     // The split itself: 14 whole waves of 66 pairs, the last 100 units' K blocks over 66 pairs.
@@ -83,4 +87,18 @@ fn plan_runs_without_a_gpu() {
     let bad = Command::new(hgemm).args(["plan", "--sms", "0"]).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--sms"));
+}
+
+/// Where the `n`-th whitespace-separated field of `line` ends (1-based), in bytes.
+fn field_end(line: &str, n: usize) -> usize {
+    let (mut fields, mut in_field) = (0, false);
+    for (i, c) in line.char_indices() {
+        match (in_field, c.is_whitespace()) {
+            (false, false) => (fields, in_field) = (fields + 1, true),
+            (true, true) if fields == n => return i,
+            (true, true) => in_field = false,
+            _ => {}
+        }
+    }
+    line.len()
 }

@@ -194,12 +194,13 @@ fn plan(args: &[String]) -> CliResult {
         None => bench::SWEEP.to_vec(),
     };
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
-    println!("{:<20} {:<22} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
+    let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
+    println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
         let schedule = match shape.split { Some(sk) => format!("stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)", sk.dp_units, sk.units, sk.share), None => "whole tiles".into() };
-        println!("{:<20} {:<22} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
+        println!("{:<20} {:<w$} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
     }
     Ok(true)
 }
