@@ -113,11 +113,12 @@
 //! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
 //! its held boxes take (64 registers beside the accumulator's 128).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, nineteenth session, paired with cuBLAS in one run):
-//! 683 TFLOP/s, 1.027× cuBLAS (v6: 1.003×); the same kernel as `auto` and `direct` in the same
-//! process read 1.032× and 1.035×, and over sixteen readings of `auto` on that card 1.027–1.057
-//! (median 1.050; on the eighteenth session's card a median of 1.041). The 12-shape sweep's
-//! geometric mean: 1.016 in that run.
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-first session's final run, paired with
+//! cuBLAS in one process): 695 TFLOP/s, 1.035× cuBLAS (v6: 1.004×); the same kernel as `auto`
+//! and `direct` read 1.031× and 1.034×, and 1.044× in the sweep. An hour earlier on another card
+//! the same code read 1.042×, 1.048× and 1.055×; the nineteenth session's card read `auto` a
+//! median of 1.050 over sixteen readings (1.027–1.057). The 12-shape sweep's geometric mean:
+//! 1.012 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
