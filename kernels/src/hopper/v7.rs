@@ -401,17 +401,6 @@ impl Tile for Narrow32 {
     type Held = ();
 }
 
-impl Tile for Narrow96 {
-    const CONSUMERS: u32 = 1;
-    const BN: u32 = 96;
-    const CLUSTER: u32 = 2;
-    const STAGES: u32 = 10;
-    #[cfg(hopper)]
-    type Acc = [f32; 48];
-    #[cfg(hopper)]
-    type Held = ();
-}
-
 impl Tile for Narrow16 {
     const CONSUMERS: u32 = 1;
     const BN: u32 = 16;
@@ -420,6 +409,17 @@ impl Tile for Narrow16 {
     const SPREAD: bool = true;
     #[cfg(hopper)]
     type Acc = [f32; 8];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Narrow96 {
+    const CONSUMERS: u32 = 1;
+    const BN: u32 = 96;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 10;
+    #[cfg(hopper)]
+    type Acc = [f32; 48];
     #[cfg(hopper)]
     type Held = ();
 }
