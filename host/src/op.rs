@@ -257,6 +257,12 @@ impl GemmOp {
             && self.batch == 1
     }
 
+    /// Whether the kernels store this call's C with v6's epilogue (alpha = 1, beta = 0), the one
+    /// that shifts a trimmed tile's last staging box (`KernelSpec::shifted_last_box`).
+    pub fn plain_epilogue(&self) -> bool {
+        self.alpha == 1.0 && self.beta == 0.0
+    }
+
     /// A-operand order as the kernels see it (A is M×K: row-major is K-major).
     pub(crate) fn a_major(&self) -> Major {
         if self.a_layout == Layout::RowMajor { Major::K } else { Major::MN }
@@ -300,7 +306,7 @@ enum Refusal {
 fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
     if spec.c_col_major && !op.m.is_multiple_of(8) {
         Some(Refusal::ColMajorC(op.m))
-    } else if spec.single_tile_column() && op.n > spec.tile_n as usize {
+    } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
@@ -316,6 +322,10 @@ impl Refusal {
         match *self {
             // The kernel stores C only through TMA, which writes whole 16-byte chunks.
             Refusal::ColMajorC(m) => format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"),
+            Refusal::ColumnsOfTiles(n) if spec.shifted_last_box() => format!(
+                "with alpha ≠ 1 or beta ≠ 0 its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
+                spec.tile_n, spec.tile_n
+            ),
             Refusal::ColumnsOfTiles(n) => format!(
                 "its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
                 spec.tile_n, spec.tile_n
@@ -436,7 +446,16 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
             // (from −1.4% to +6%), so its ties keep the first entry.
             let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-            (s.general && shares_b && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
+            // Tiles that boxes do not divide run side by side only as far as that was measured
+            // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
+            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles).
+            let columns = match kop.n.div_ceil(s.tile_n as usize) {
+                _ if !s.shifted_last_box() => true,
+                1 => true,
+                2 => (s.tile_m, s.tile_n) != NARROW96,
+                _ => false,
+            };
+            (s.general && shares_b && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
         })
         .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
         .map(|(_, _, s)| s)
@@ -457,6 +476,10 @@ const CALIBRATED_KB: f64 = 48.0;
 
 /// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
 const LEAN: (u32, u32) = (64, 192);
+/// The mid tile trimmed to 160 columns.
+const MID_TRIM: (u32, u32) = (128, 160);
+/// The 64×96 pair.
+const NARROW96: (u32, u32) = (64, 96);
 
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
@@ -472,7 +495,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
         // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
         // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (thirteenth session).
-        (128, 160) => 0.9,
+        MID_TRIM => 0.9,
         // The wide tile trimmed to 224 columns: 0.95 picks the faster entry on every shape
         // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
         // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
@@ -738,13 +761,38 @@ mod tests {
         // Where the lean pairs take two waves, or fill one only with a split, mid pairs written
         // column-major take one (twelfth session, forced: 320×8192×8192 0.85× against 0.78× for
         // lean tiles, 192×14336×4096 0.92× against 0.89× for lean ones written column-major).
-        for (m, n, k) in [(320, 8192, 8192), (288, 8192, 8192), (384, 8192, 8192), (192, 14336, 4096), (168, 28672, 8192)] {
+        for (m, n, k) in [(384, 8192, 8192), (192, 14336, 4096), (168, 28672, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_mid_kk_cm", "{m}x{n}x{k}");
         }
+        // M or N from 257 to 320: mid tiles trimmed to 160 columns, side by side (twenty-second
+        // session, forced: 320×8192×8192 0.97× cuBLAS against 0.86× for mid tiles written
+        // column-major, 8192×320×8192 1.02× against 0.88× for mid tiles, 16384×320×4096 0.97×
+        // against 0.80×).
+        for (m, n, k) in [(320, 8192, 8192), (288, 8192, 8192), (288, 28672, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(8192, 320, 8192), (8192, 288, 8192), (16384, 320, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
+        }
+        // Where the mid tile trimmed so would leave pairs idle, the trim tile side by side
+        // (2048×320×4096: 1.07× against 0.92× and 0.83× for slim pairs); and from 385 to 448
+        // the wide tile trimmed to 224 in two columns (8192×448×8192 1.01× against 0.90× for
+        // wide tiles, 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
+        assert_eq!(name(2048, 320, 4096), "hopper_v7_trim_kk");
+        for (m, n, k) in [(8192, 448, 8192), (16384, 416, 4096), (8192, 400, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(448, 8192, 8192), "hopper_v7_widetrim_kk_cm");
+        // Not the 64×96 pair in two columns (8192×192×8192: 0.72× against 0.88× for lean tiles),
+        // nor trimmed tiles in more than two columns, where they were not measured to win
+        // (8192×480×8192: mid tiles trimmed to 160 0.89×, wide tiles 0.92×).
+        assert_eq!(name(8192, 192, 8192), "hopper_v7_lean_kk");
+        assert_eq!(name(8192, 480, 8192), "hopper_v7");
+        assert_eq!(name(3000, 480, 8192), "hopper_v7_square_kk");
         // Ties between the lean tile and its twin go to the form whose M is the shorter; the mid
         // tile's keep the first entry (twelfth session: 4096×320×4096 0.88× cuBLAS written
         // column-major against 0.82×; the mid tile's ties went both ways).
-        for (m, n, k) in [(4096, 320, 4096), (4096, 288, 4096), (4096, 384, 4096), (2048, 768, 4096)] {
+        for (m, n, k) in [(4096, 384, 4096), (2048, 768, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_lean_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
@@ -780,9 +828,14 @@ mod tests {
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_trim_kk");
-        // The trim tile takes one column of tiles only.
+        // The trim tile takes several columns of tiles with alpha = 1 and beta = 0 only (its last
+        // staging box shifted), and `auto` runs only the mid tile trimmed so.
         let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();
-        assert!(matches!(supports(trim, &GemmOp::new(8192, 168, 64)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
+        assert_eq!(supports(trim, &GemmOp::new(8192, 168, 64)), Ok(()));
+        assert!(matches!(supports(trim, &GemmOp::new(8192, 168, 64).beta(1.0)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
+        assert_eq!(supports(trim, &GemmOp::new(8192, 160, 64).beta(1.0)), Ok(()));
+        let narrow16 = kernels.iter().find(|s| s.name == "hopper_v7_narrow16_kk_cm").unwrap();
+        assert!(matches!(supports(narrow16, &GemmOp::new(24, 4096, 64)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
         assert_eq!(supports(trim, &GemmOp::new(8192, 160, 64)), Ok(()));
         // The entry that writes C column-major needs whole 16-byte chunks of it: not at N = 8190.
         let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);

@@ -209,7 +209,7 @@ fn hopper_outputs_are_bitwise_deterministic() {
         // general kernels through every option at once (beta ≠ 0: C is an input too).
         let k = 4104;
         let op = if kernel.general {
-            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, 1999, 3000);
+            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, false, 1999, 3000);
             let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
             testing::op_with(kernel, m, n, k, &Variant::GENERAL)
         } else {
@@ -284,7 +284,7 @@ fn hopper_soak_keeps_device_memory_flat() {
     let mut pairs = Vec::new();
     for &(m, n, k) in &shapes {
         for kernel in gemm.kernels() {
-            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
+            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, true, m, n);
             let op = testing::op_for(kernel, m, n, k);
             let index = match buffers.iter().position(|b| b.op == op) {
                 Some(i) => i,
@@ -385,11 +385,11 @@ fn hopper_concurrent_streams_share_one_handle() {
         let (m, k) = (rng.range(1, 1500), 8 * rng.range(1, 200));
         let n = rng.range(1, 1500).div_ceil(8) * 8;
         let op = if kernel.general && rng.chance(0.5) {
-            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, m, n);
+            let (m, n) = testing::within_one_column(kernel, Variant::GENERAL.c_layout, false, m, n);
             let (m, n) = testing::dims_for(kernel, Variant::GENERAL.c_layout, m, n);
             testing::op_with(kernel, m, n, k, &Variant::GENERAL)
         } else {
-            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, m, n);
+            let (m, n) = testing::within_one_column(kernel, Layout::RowMajor, true, m, n);
             testing::op_for(kernel, m, n, k)
         };
         ((!auto).then_some(kernel), op)

@@ -172,12 +172,26 @@ impl KernelSpec {
         crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
     }
 
-    /// Whether the epilogue's last staging box reaches past the tile's columns (a tile width that
-    /// is not a multiple of [`crate::staging::BOX_COLS`]): its store would overwrite the first
-    /// columns of the next tile along N, so the entry takes only calls that one column of tiles
-    /// covers, where TMA clips the box at C's edge.
+    /// Whether the epilogue's last staging box reaches past the tile's columns: a tile narrower
+    /// than a box ([`crate::staging::BOX_COLS`]), whose store would overwrite the first columns of
+    /// the next tile along N, so the entry takes only calls that one column of tiles covers,
+    /// where TMA clips the box at C's edge.
     pub const fn single_tile_column(&self) -> bool {
-        self.c_box.is_some() && !self.tile_n.is_multiple_of(crate::staging::BOX_COLS)
+        self.c_box.is_some() && !self.tile_n.is_multiple_of(crate::staging::BOX_COLS) && !self.shifted_last_box()
+    }
+
+    /// Whether the tile is wider than a staging box but not a multiple of it (160, 224, 96
+    /// columns): v6's epilogue (alpha = 1, beta = 0) shifts its last box back to end with the
+    /// tile ([`crate::staging::shifts_last_box`]), so those calls may take several columns of
+    /// tiles; the epilogue that scales by alpha and beta does not, and those take one.
+    pub const fn shifted_last_box(&self) -> bool {
+        self.c_box.is_some() && crate::staging::shifts_last_box(self.tile_n)
+    }
+
+    /// Whether the entry takes only calls that one column of tiles covers, for calls stored by
+    /// v6's epilogue (`plain_epilogue`: alpha = 1, beta = 0) or by the one that scales.
+    pub const fn takes_one_column(&self, plain_epilogue: bool) -> bool {
+        self.single_tile_column() || (self.shifted_last_box() && !plain_epilogue)
     }
 
     /// The box of A's edge map for an `m`-row problem: the rows of A's last tile row that lie

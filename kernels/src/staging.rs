@@ -11,6 +11,15 @@
 /// Columns of one staging box: 64 bf16 = 128 bytes, the 128B-swizzle span.
 pub const BOX_COLS: u32 = 64;
 
+/// Whether a tile `tile_n` columns wide ends on a staging box shifted back to end with it: a tile
+/// wider than a box but not a multiple of it (160, 224 or 96 columns). The shifted box overlaps
+/// the one before it, whose columns it stores again with the same values, and writes nothing past
+/// the tile, so such tiles may sit side by side along N. A tile narrower than a box (16 or 32)
+/// takes one column of tiles, where TMA clips the box at C's edge.
+pub const fn shifts_last_box(tile_n: u32) -> bool {
+    tile_n > BOX_COLS && !tile_n.is_multiple_of(BOX_COLS)
+}
+
 /// Columns of C a TMA store may write: TMA stores whole 16-byte chunks (8 bf16), so where a row
 /// of C ends inside one it would overwrite what follows the row (the padding of a leading
 /// dimension, or another tensor). The host's C map stops here, and kernels store the 1–7

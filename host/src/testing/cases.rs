@@ -130,11 +130,12 @@ pub fn dims_for(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (u
 
 /// `m` and `n` with the side that `kernel`'s tile columns run along (N, or M where the call
 /// reaches it as Cᵀ) folded into one column of tiles, `1 + (x - 1) % tile_n`, for an entry that
-/// takes no more ([`KernelSpec::single_tile_column`]); for every other entry, unchanged. Folding
-/// keeps a multiple of 8 one.
-pub fn within_one_column(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (usize, usize) {
+/// takes no more for a call stored by v6's epilogue (`plain_epilogue`: alpha = 1, beta = 0) or
+/// by the scaling one ([`KernelSpec::takes_one_column`]); for every other entry, unchanged.
+/// Folding keeps a multiple of 8 one.
+pub fn within_one_column(kernel: &KernelSpec, c_layout: Layout, plain_epilogue: bool, m: usize, n: usize) -> (usize, usize) {
     let fold = |x: usize| if x == 0 { 0 } else { 1 + (x - 1) % kernel.tile_n as usize };
-    match (kernel.single_tile_column(), swaps(kernel, c_layout)) {
+    match (kernel.takes_one_column(plain_epilogue), swaps(kernel, c_layout)) {
         (false, _) => (m, n),
         (true, false) => (m, fold(n)),
         (true, true) => (fold(m), n),
@@ -201,8 +202,9 @@ pub fn within_sweep_bounds(op: &GemmOp) -> bool {
 /// call. Every case fits [`within_sweep_bounds`] (K is halved until it does). The first cases
 /// are fixed corners: the smallest call, one tile plus one, an output beyond 8192 in both
 /// dimensions, K = 65536, and very tall and very wide outputs. For an entry that takes one column
-/// of tiles only ([`KernelSpec::single_tile_column`]) every N is cut to that column: in the
-/// corners to `tile_n`, in the draws to 1..=`tile_n`, its edge a third of the time.
+/// of tiles only ([`KernelSpec::takes_one_column`], for the case's alpha and beta) every N is cut
+/// to that column: in the corners to `tile_n`, in the draws to 1..=`tile_n`, its edge a third of
+/// the time.
 pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCase> {
     let name_hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     let mut rng = Rng::new(seed ^ name_hash);
@@ -225,11 +227,12 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
         draws += 1;
         assert!(draws < 100 * count as u64 + 1000, "sweep for {} cannot find cases within its bounds", kernel.name);
         let v = if kernel.general { variant(&mut rng) } else { Variant::PLAIN };
+        let one_column = kernel.takes_one_column(v.alpha == 1.0 && v.beta == 0.0);
         let (mk, nk, mut k) = match corners.get(index) {
-            Some(&(m, n, k)) => (m, if kernel.single_tile_column() { n.min(unit_n) } else { n }, k),
+            Some(&(m, n, k)) => (m, if one_column { n.min(unit_n) } else { n }, k),
             None => {
                 let m = dim(&mut rng, unit_m);
-                let n = if !kernel.single_tile_column() {
+                let n = if !one_column {
                     dim(&mut rng, unit_n)
                 } else if rng.chance(0.35) {
                     unit_n - rng.range(0, 1)
@@ -305,9 +308,11 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
     // Partial tiles in the kernel's coordinates: an entry that writes C column-major takes its
     // M in multiples of 8, and one that takes one column of tiles gets a partial column (cut as
-    // `verify_shapes` cuts it: 24 short of the tile, folded into the column where it is narrower).
+    // `verify_shapes` cuts it: 24 short of the tile, folded into the column where it is narrower);
+    // with alpha and beta, so does one whose last staging box is shifted.
     let pm = if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 };
-    let pn = if kernel.single_tile_column() { unit_n - 24 % unit_n } else { unit_n + 40 };
+    let partial_n = |plain| if kernel.takes_one_column(plain) { unit_n - 24 % unit_n } else { unit_n + 40 };
+    let (pn, pn_scaled) = (partial_n(true), partial_n(false));
     let plain = |mk, nk, k| {
         let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
         (format!("{m}x{n}x{k}"), op_for(kernel, m, n, k))
@@ -319,10 +324,10 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     cases.push((format!("{shape} partial tiles"), op));
     if kernel.general {
         // The same partial tiles in the kernel's coordinates, with C stored column-major.
-        let (m, n) = call_dims(kernel, Layout::ColMajor, pm, pn);
+        let (m, n) = call_dims(kernel, Layout::ColMajor, pm, pn_scaled);
         cases.push((format!("{m}x{n}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, m, n, 520, &Variant::GENERAL)));
         // K = 0 reaches a general kernel (C = beta·C): its tiles must leave the operand stages alone.
-        let (shape, op) = plain(pm, pn, 0);
+        let (shape, op) = plain(pm, pn_scaled, 0);
         cases.push((format!("{shape} K = 0, beta .5"), op.beta(0.5)));
     }
     if kernel.stream_k.is_some() {
@@ -383,8 +388,9 @@ mod tests {
                 scaled |= op.beta != 0.0 && op.alpha != 1.0;
                 padded |= !op.is_native() && op.ldc > op.n.div_ceil(8) * 8;
             }
-            // An entry that takes one column of tiles has no N beyond 8192.
-            big_n |= kernel.single_tile_column();
+            // An entry that takes one column of tiles (with alpha and beta, or at all) need have
+            // no N beyond 8192.
+            big_n |= kernel.takes_one_column(false);
             assert!(big_m && big_n && k_max, "{}: M, N beyond 8192 and K = 65536 must all occur", kernel.name);
             assert!(boundary >= 40, "{}: only {boundary} cases at a tile boundary", kernel.name);
             if kernel.general {
@@ -418,23 +424,26 @@ mod tests {
 
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
-        let single: Vec<&str> = hgemm_kernels::kernels().filter(|k| k.single_tile_column()).map(|k| k.name).collect();
-        assert_eq!(single, ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm"]);
+        let names = |plain| hgemm_kernels::kernels().filter(|k| k.takes_one_column(plain)).map(|k| k.name).collect::<Vec<_>>();
+        assert_eq!(names(true), ["hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm"]);
+        assert_eq!(names(false), ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
-            let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, 1999, 3000));
-            // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the
-            // trim tiles, 13·224 + 88 for the wide one.
-            let t = kernel.tile_n as usize;
-            let (m, n) = (1 + 1998 % t, 1 + 2999 % t);
-            let expected = match (kernel.single_tile_column(), kernel.c_col_major) {
-                (false, _) => [(1999, 3000), (1999, 3000)],
-                (true, false) => [(1999, n), (m, 3000)],
-                (true, true) => [(m, 3000), (1999, n)],
-            };
-            if t == 160 {
-                assert_eq!((m, n), (79, 120));
+            for plain in [true, false] {
+                let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, plain, 1999, 3000));
+                // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the
+                // trim tiles, 13·224 + 88 for the wide one.
+                let t = kernel.tile_n as usize;
+                let (m, n) = (1 + 1998 % t, 1 + 2999 % t);
+                let expected = match (kernel.takes_one_column(plain), kernel.c_col_major) {
+                    (false, _) => [(1999, 3000), (1999, 3000)],
+                    (true, false) => [(1999, n), (m, 3000)],
+                    (true, true) => [(m, 3000), (1999, n)],
+                };
+                if t == 160 {
+                    assert_eq!((m, n), (79, 120));
+                }
+                assert_eq!(folded, expected, "{} plain {plain}", kernel.name);
             }
-            assert_eq!(folded, expected, "{}", kernel.name);
             for &(m, n, k) in &crate::testing::verify_shapes(kernel) {
                 check_plannable(kernel, &op_for(kernel, m, n, k), &format!("verify {m}x{n}x{k}"));
             }
@@ -447,7 +456,7 @@ mod tests {
             for c_layout in [Layout::RowMajor, Layout::ColMajor] {
                 let v = Variant { c_layout, ..Variant::GENERAL };
                 // Within one column of tiles for the entries that take no more.
-                let (m, n) = if kernel.single_tile_column() { within_one_column(kernel, c_layout, 152, 144) } else { (304, 200) };
+                let (m, n) = if kernel.takes_one_column(false) { within_one_column(kernel, c_layout, false, 152, 144) } else { (304, 200) };
                 let op = op_with(kernel, m, n, 72, &v);
                 let (kop, _) = op::for_kernel(kernel, &op);
                 assert_eq!((kop.a_major(), kop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);

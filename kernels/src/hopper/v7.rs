@@ -25,6 +25,10 @@
 //!   C (16×14336×4096: 0.96× cuBLAS against 0.93× for thin tiles); [`Narrow96`] is 96 wide, for
 //!   M or N from 65 to 96 (96×14336×4096: 0.96× against 0.90× for lean pairs). The host picks by
 //!   the number of waves each shape needs.
+//! - **Tiles side by side**: a tile that 64-column staging boxes do not divide (160, 224, 96)
+//!   ends on a box moved back to end with it, overlapping the box before, in v6's epilogue; the
+//!   trimmed tiles then run two columns of tiles for M or N of 257–320 and 385–448, where the
+//!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×).
 //! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
@@ -111,14 +115,15 @@
 //! ```
 //!
 //! Registers (`setmaxnreg`): producer 40, consumers 232; for the wide tile 24 and 240, the room
-//! its held boxes take (64 registers beside the accumulator's 128).
+//! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
+//! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, twenty-first session's final run, paired with
-//! cuBLAS in one process): 695 TFLOP/s, 1.035× cuBLAS (v6: 1.004×); the same kernel as `auto`
-//! and `direct` read 1.031× and 1.034×, and 1.044× in the sweep. An hour earlier on another card
-//! the same code read 1.042×, 1.048× and 1.055×; the nineteenth session's card read `auto` a
-//! median of 1.050 over sixteen readings (1.027–1.057). The 12-shape sweep's geometric mean:
-//! 1.012 in the final run.
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-second session's final run, paired with
+//! cuBLAS in one process): 692 TFLOP/s, 1.042× cuBLAS (v6: 1.014×); the same kernel as `auto`
+//! and `direct` read 1.036× and 1.042×, and 1.044× in the sweep. The twenty-first session's two
+//! cards read the same code at 1.031–1.044 and 1.037–1.055; the nineteenth session's card read
+//! `auto` a median of 1.050 over sixteen readings (1.027–1.057). The 12-shape sweep's geometric
+//! mean: 1.015 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
@@ -244,17 +249,21 @@ pub struct Slim;
 pub struct Lean;
 /// 64×160 with one consumer, clusters of two, 6 stages: the lean tile trimmed to 160 columns,
 /// for outputs 129 to 160 wide (or, written column-major, tall), which the lean tile covers with
-/// up to 63 columns to spare. Its last staging box is 64 columns wide like the others, so it
-/// reaches 32 columns past the tile: the entry takes only calls that one column of tiles covers,
-/// where TMA clips that box at C's edge ([`KernelSpec::single_tile_column`]).
+/// up to 63 columns to spare. Its staging boxes are 64 columns wide like the others, and v6's
+/// epilogue (alpha = 1, beta = 0) moves the last one back to end with the tile, so that tiles
+/// may sit side by side (`staging::shifts_last_box`): two columns of them for N from 257 to 320
+/// at M of 4096 or less (2048×320×4096: 1.04× cuBLAS against 0.82× for slim pairs). With alpha
+/// and beta the entry takes one column of tiles ([`KernelSpec::takes_one_column`]).
 pub struct Trim;
 /// 128×160 with two consumers, clusters of two, 4 stages: the mid tile trimmed to 160 columns,
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
-/// pairs would take more than one wave; one column of tiles only, like [`Trim`].
+/// pairs would take more than one wave, and side by side like [`Trim`] for 257 to 320 (cuBLAS's
+/// tile at 320×8192×8192; 8192×320×8192: 0.99× cuBLAS against 0.85× for mid tiles).
 pub struct MidTrim;
 /// 128×224 with two consumers, clusters of two, 4 stages: the wide tile trimmed to 224 columns,
 /// for outputs 193 to 224 wide (or tall), which the wide tile covers with up to 63 columns to
-/// spare; one column of tiles only, like [`Trim`].
+/// spare, and side by side like [`Trim`] for 385 to 448 (8192×448×8192: 1.04× cuBLAS against
+/// 0.92× for wide tiles).
 pub struct WideTrim;
 /// 64×64 with one consumer and no cluster, 12 stages: for M ≤ 64, where one row of tiles covers
 /// C and the call is bound by reading B (N = 4096 makes 64 of these for 132 SMs against 32
@@ -275,8 +284,9 @@ pub struct Narrow32;
 pub struct Narrow16;
 /// 64×96 with one consumer, clusters of two, 10 stages: for M or N from 65 to 96, which slim
 /// pairs (64×128) cover with up to 63 columns to spare. Written column-major (`_cm`) for a
-/// small M, as [`Narrow32`] is, or plainly for a small N; one column of tiles only, like
-/// [`Trim`]. Measured against what `auto` ran before, forced (twenty-first session): 96×14336×4096
+/// small M, as [`Narrow32`] is, or plainly for a small N; its last box moves back like
+/// [`Trim`]'s, but `auto` runs one column of them (two read 0.72× cuBLAS at 8192×192×8192, the
+/// lean tile 0.88×). Measured against what `auto` ran before, forced (twenty-first session): 96×14336×4096
 /// 0.963× cuBLAS against 0.895× (lean pairs), 8192×96×8192 1.007× against 0.936× (slim pairs).
 pub struct Narrow96;
 
@@ -365,6 +375,10 @@ impl Tile for WideTrim {
     const BN: u32 = 224;
     const CLUSTER: u32 = 2;
     const STAGES: u32 = 4;
+    // The wide tile's split: with 232 its consumers spilled 16 bytes once the epilogue could
+    // move its last box back (twenty-second session).
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 240;
     #[cfg(hopper)]
     type Acc = [f32; 112];
     #[cfg(hopper)]
@@ -438,6 +452,20 @@ const fn a_box<T: Tile>(mn: bool) -> TmaBox {
 const fn b_box<T: Tile>(mn: bool) -> TmaBox {
     let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BN / T::CLUSTER, Swizzle::B128) };
     b.promote_l2(L2Promotion::B256)
+}
+
+/// Stage the last `C_BOX.inner` columns of a consumer's tile into `buf`: the last box of a tile
+/// that boxes do not divide ([`crate::staging::shifts_last_box`]), in v6's epilogue.
+#[cfg(hopper)]
+#[inline(always)]
+fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc, buf: crate::staging::Staging, warp: u32, lane: u32) {
+    let first = T::BN - C_BOX.inner;
+    acc.for_each_pair(|p, lo, hi| {
+        let col = 8 * (p / 2) + 2 * (lane % 4);
+        if col >= first {
+            C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col - first, crate::ptx::cvt::rn_bf16x2_f32(lo, hi));
+        }
+    });
 }
 
 /// Operand stages, two staging boxes per consumer, `full`/`empty` per stage and a C-load barrier
@@ -762,13 +790,13 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
             bar::sync(1 + c, 128);
             buf
         };
-        // Store staged box `j` of the tile at (m0, n0, z), once every thread's writes are visible
-        // to TMA.
-        let store_staged = |buf: Staging, j: u32, (m0, n0, z): (u32, u32, i32)| {
+        // Store the staged box whose first column is the tile's column `first`, of the tile at
+        // (m0, n0, z), once every thread's writes are visible to TMA.
+        let store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
             fence::proxy_async_shared_cta();
             bar::sync(1 + c, 128);
             // The box's place in C's map: x along C's contiguous dimension.
-            let (x, y) = if c_col { (m0 + 64 * c, n0 + j * C_BOX.inner) } else { (n0 + j * C_BOX.inner, m0 + 64 * c) };
+            let (x, y) = if c_col { (m0 + 64 * c, n0 + first) } else { (n0 + first, m0 + 64 * c) };
             if leader {
                 if x < tma_columns {
                     tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
@@ -788,7 +816,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
             } else {
                 held.for_each_in_box(j, |i, pair| smem::st_b32(fragment_pair_addr(buf.0, warp, lane, i), pair));
             }
-            store_staged(buf, j, at);
+            store_staged(buf, j * C_BOX.inner, at);
         };
         // This warpgroup's partial-sum slot for worker `w` (this CTA's rank in its cluster), at
         // this thread's place in it (see `Fragment::st_global_pairs`). Always called with a
@@ -881,7 +909,8 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 // code is 2.4 times larger); with alpha and beta in it, though, it spills. It stages
                 // the boxes that are not held: none of the wide tile's.
                 let held_boxes = <T::Held as Held<T::Acc>>::BOXES;
-                for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes {
+                let shifted_boxes = const { crate::staging::shifts_last_box(T::BN) as u32 };
+                for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes - shifted_boxes {
                     let buf = next_staging(&mut boxes);
                     acc.for_each_pair(|p, lo, hi| {
                         let col = 8 * (p / 2) + 2 * (lane % 4);
@@ -889,7 +918,12 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                             C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
                         }
                     });
-                    store_staged(buf, j, (m0, n0, z));
+                    store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+                }
+                if shifted_boxes > 0 {
+                    let buf = next_staging(&mut boxes);
+                    stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
+                    store_staged(buf, T::BN - C_BOX.inner, (m0, n0, z));
                 }
                 if T::HOLD {
                     // The rest waits for the next piece's first slices (the wide tile: the whole
@@ -948,10 +982,11 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                         }
                         C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
                     }
-                    // The box's last pair, or the fragment's (a trimmed tile's last box is half
-                    // full).
+                    // The box's last pair, or the fragment's (a trimmed tile's last box is not
+                    // shifted here, but part full: such a tile takes one column of tiles with
+                    // alpha and beta, `KernelSpec::shifted_last_box`).
                     if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
-                        store_staged(buf, j, (m0, n0, z));
+                        store_staged(buf, j * C_BOX.inner, (m0, n0, z));
                     }
                 });
                 boxes += T::BN.div_ceil(C_BOX.inner);
