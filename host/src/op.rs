@@ -760,7 +760,8 @@ mod tests {
         assert_eq!(pick(208, 8192, 8192), square);
         // Where the lean pairs take two waves, or fill one only with a split, mid pairs written
         // column-major take one (twelfth session, forced: 320×8192×8192 0.85× against 0.78× for
-        // lean tiles, 192×14336×4096 0.92× against 0.89× for lean ones written column-major).
+        // lean tiles, 192×14336×4096 0.92× against 0.89× for lean ones written column-major);
+        // from 257 to 320, trimmed tiles side by side since (below).
         for (m, n, k) in [(384, 8192, 8192), (192, 14336, 4096), (168, 28672, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_mid_kk_cm", "{m}x{n}x{k}");
         }
@@ -829,7 +830,7 @@ mod tests {
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_trim_kk");
         // The trim tile takes several columns of tiles with alpha = 1 and beta = 0 only (its last
-        // staging box shifted), and `auto` runs only the mid tile trimmed so.
+        // staging box shifted); the narrow tiles, narrower than a box, take one column always.
         let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();
         assert_eq!(supports(trim, &GemmOp::new(8192, 168, 64)), Ok(()));
         assert!(matches!(supports(trim, &GemmOp::new(8192, 168, 64).beta(1.0)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
