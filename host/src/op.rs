@@ -430,7 +430,13 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
             _ => 1.0,
         };
-        waves * between_tiles * area / tile_efficiency(s)
+        // The trim tile side by side runs faster than its one-column rate says: 1.03 of it picks
+        // it where it was measured against the slim pairs `auto` ran (twenty-second session:
+        // 1024×320×8192 0.94–1.04× cuBLAS against 0.83–0.86×, 1024×288×8192 0.99× against 0.89×)
+        // and moves nothing else of `hgemm plan`'s grid but their transposes; 1.05 would take
+        // 3000×320×8192 from the mid tile trimmed, not measured.
+        let side_by_side = if (s.tile_m, s.tile_n) == TRIM && op.n as u32 > s.tile_n { TRIM_SIDE_BY_SIDE } else { 1.0 };
+        waves * between_tiles * area / (tile_efficiency(s) * side_by_side)
     };
     kernels
         .filter_map(|s| {
@@ -476,6 +482,10 @@ const CALIBRATED_KB: f64 = 48.0;
 
 /// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
 const LEAN: (u32, u32) = (64, 192);
+/// The trim tile, the lean one 160 columns wide.
+const TRIM: (u32, u32) = (64, 160);
+/// The trim tile's rate in two columns of tiles, relative to one (see `choose`).
+const TRIM_SIDE_BY_SIDE: f64 = 1.03;
 /// The mid tile trimmed to 160 columns.
 const MID_TRIM: (u32, u32) = (128, 160);
 /// The 64×96 pair.
@@ -491,7 +501,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
         // 0.70 and 0.80 each miss one (thirteenth session: 144×14336×4096 trim 0.83× cuBLAS
         // against mid 0.78×, 16384×144×4096 mid 0.875× against trim 0.85×).
-        (64, 160) => 0.75,
+        TRIM => 0.75,
         // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
         // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
         // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (thirteenth session).
@@ -780,6 +790,10 @@ mod tests {
         // the wide tile trimmed to 224 in two columns (8192×448×8192 1.01× against 0.90× for
         // wide tiles, 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
         assert_eq!(name(2048, 320, 4096), "hopper_v7_trim_kk");
+        for (m, n) in [(1024, 320), (1024, 288)] {
+            assert_eq!(name(m, n, 8192), "hopper_v7_trim_kk", "{m}x{n}x8192");
+        }
+        assert_eq!(name(3000, 320, 8192), "hopper_v7_midtrim_kk");
         for (m, n, k) in [(8192, 448, 8192), (16384, 416, 4096), (8192, 400, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
         }
