@@ -177,6 +177,25 @@ mod tests {
     }
 
     #[test]
+    fn a_shifted_last_box_ends_with_the_tile() {
+        for n in [16, 32, 64, 96, 128, 160, 192, 224, 256] {
+            let shifts = shifts_last_box(n);
+            assert_eq!(shifts, n > BOX_COLS && n % BOX_COLS != 0, "{n}");
+            if n < BOX_COLS {
+                continue; // one box, clipped by TMA at C's edge: one column of tiles only
+            }
+            // The boxes v7's epilogue stores: the whole ones, then the last moved back to end at n.
+            let last = shifts.then_some(n - BOX_COLS);
+            let mut covered = [0u32; 256];
+            for first in (0..n / BOX_COLS).map(|j| j * BOX_COLS).chain(last) {
+                assert!(first + BOX_COLS <= n, "{n}: a box at {first} reaches past the tile");
+                covered[first as usize..(first + BOX_COLS) as usize].iter_mut().for_each(|c| *c += 1);
+            }
+            assert!(covered[..n as usize].iter().all(|&c| c >= 1), "{n}: a column no box stores");
+        }
+    }
+
+    #[test]
     fn eight_rows_of_one_chunk_hit_eight_bank_groups() {
         for c in 0..8 {
             let mut groups: [u32; 8] = [0; 8];
