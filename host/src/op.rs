@@ -322,13 +322,11 @@ impl Refusal {
         match *self {
             // The kernel stores C only through TMA, which writes whole 16-byte chunks.
             Refusal::ColMajorC(m) => format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"),
-            Refusal::ColumnsOfTiles(n) if spec.shifted_last_box() => format!(
-                "with alpha ≠ 1 or beta ≠ 0 its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
-                spec.tile_n, spec.tile_n
-            ),
             Refusal::ColumnsOfTiles(n) => format!(
-                "its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
-                spec.tile_n, spec.tile_n
+                "{}its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
+                if spec.shifted_last_box() { "with alpha ≠ 1 or beta ≠ 0 " } else { "" },
+                spec.tile_n,
+                spec.tile_n
             ),
             Refusal::NotNative => "it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string(),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),

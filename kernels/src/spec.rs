@@ -177,7 +177,7 @@ impl KernelSpec {
     /// the next tile along N, so the entry takes only calls that one column of tiles covers,
     /// where TMA clips the box at C's edge.
     pub const fn single_tile_column(&self) -> bool {
-        self.c_box.is_some() && !self.tile_n.is_multiple_of(crate::staging::BOX_COLS) && !self.shifted_last_box()
+        self.c_box.is_some() && self.tile_n < crate::staging::BOX_COLS
     }
 
     /// Whether the tile is wider than a staging box but not a multiple of it (160, 224, 96

@@ -455,7 +455,9 @@ const fn b_box<T: Tile>(mn: bool) -> TmaBox {
 }
 
 /// Stage the last `C_BOX.inner` columns of a consumer's tile into `buf`: the last box of a tile
-/// that boxes do not divide ([`crate::staging::shifts_last_box`]), in v6's epilogue.
+/// that boxes do not divide ([`crate::staging::shifts_last_box`]), in v6's epilogue. A pass of
+/// its own after the loop over the other boxes, not a second case inside it: folded into that
+/// loop, the wide tile trimmed to 224 spilled even at 240 registers (twenty-second session).
 #[cfg(hopper)]
 #[inline(always)]
 fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc, buf: crate::staging::Staging, warp: u32, lane: u32) {
