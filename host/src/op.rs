@@ -452,11 +452,16 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
             // Tiles that boxes do not divide run side by side only as far as that was measured
             // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
-            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles).
+            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The mid
+            // tile trimmed also in four (N of 481–640), where it beat what `auto` ran before at
+            // 16 of 18 shapes, by up to 18% (twenty-third session: 8192×600×8192 0.90× against
+            // 0.78× for square pairs, 600×8192×8192 0.91× against 0.77× for mid tiles); not in
+            // three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92× for wide tiles).
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
+                4 => (s.tile_m, s.tile_n) == MID_TRIM,
                 _ => false,
             };
             (s.general && shares_b && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
@@ -797,11 +802,23 @@ mod tests {
         }
         assert_eq!(name(448, 8192, 8192), "hopper_v7_widetrim_kk_cm");
         // Not the 64×96 pair in two columns (8192×192×8192: 0.72× against 0.88× for lean tiles),
-        // nor trimmed tiles in more than two columns, where they were not measured to win
-        // (8192×480×8192: mid tiles trimmed to 160 0.89×, wide tiles 0.92×).
+        // nor trimmed tiles in three columns, where they lost (8192×480×8192: mid tiles trimmed
+        // to 160 0.89×, wide tiles 0.92×).
         assert_eq!(name(8192, 192, 8192), "hopper_v7_lean_kk");
         assert_eq!(name(8192, 480, 8192), "hopper_v7");
         assert_eq!(name(3000, 480, 8192), "hopper_v7_square_kk");
+        // The mid tile trimmed in four columns, 577–640 (twenty-third session, forced against
+        // what `auto` ran: 8192×600×8192 0.90× against 0.78× for square pairs, 4096×608×8192
+        // 0.96× against 0.86×, 12288×640×4096 0.99× against 0.92×, 600×8192×8192 0.91× against
+        // 0.77× for mid tiles, 640×16384×8192 0.96× against 0.85× for wide tiles); but where the
+        // mid tile fits in three it stays (8192×576×8192: 0.89× against 0.84×).
+        for (m, n, k) in [(8192, 600, 8192), (4096, 608, 8192), (12288, 640, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(600, 8192, 8192), (640, 16384, 8192), (608, 12288, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
         // Ties between the lean tile and its twin go to the form whose M is the shorter; the mid
         // tile's keep the first entry (twelfth session: 4096×320×4096 0.88× cuBLAS written
         // column-major against 0.82×; the mid tile's ties went both ways).
