@@ -28,7 +28,8 @@
 //! - **Tiles side by side**: a tile that 64-column staging boxes do not divide (160, 224, 96)
 //!   ends on a box moved back to end with it, overlapping the box before, in v6's epilogue; the
 //!   trimmed tiles then run two columns of tiles for M or N of 257–320 and 385–448, where the
-//!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×).
+//!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×), and the mid
+//!   tile trimmed four for 481–640 (600×8192×8192: 0.91× against 0.77×).
 //! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
@@ -118,12 +119,14 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, twenty-second session's final run, paired with
-//! cuBLAS in one process): 692 TFLOP/s, 1.042× cuBLAS (v6: 1.014×); the same kernel as `auto`
-//! and `direct` read 1.036× and 1.042×, and 1.044× in the sweep. The twenty-first session's two
-//! cards read the same code at 1.031–1.044 and 1.037–1.055; the nineteenth session's card read
-//! `auto` a median of 1.050 over sixteen readings (1.027–1.057). The 12-shape sweep's geometric
-//! mean: 1.015 in the final run.
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-third session's final run, paired with
+//! cuBLAS in one process): 687 TFLOP/s, 1.030× cuBLAS (v6: 0.994×); the same kernel as `auto`
+//! and `direct` read 1.038× and 1.028×, and 1.048× in the sweep; that session's earlier calls
+//! read it 1.033–1.068 (median 1.044 of eight). The twenty-second session's final run read
+//! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
+//! session's card read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor
+//! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric
+//! mean: 1.011 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
@@ -258,7 +261,8 @@ pub struct Trim;
 /// 128×160 with two consumers, clusters of two, 4 stages: the mid tile trimmed to 160 columns,
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
 /// pairs would take more than one wave, and side by side like [`Trim`] for 257 to 320 (cuBLAS's
-/// tile at 320×8192×8192; 8192×320×8192: 0.99× cuBLAS against 0.85× for mid tiles).
+/// tile at 320×8192×8192; 8192×320×8192: 0.99× cuBLAS against 0.85× for mid tiles) and in four
+/// columns for 481 to 640 (8192×600×8192: 0.90× against 0.78× for square pairs).
 pub struct MidTrim;
 /// 128×224 with two consumers, clusters of two, 4 stages: the wide tile trimmed to 224 columns,
 /// for outputs 193 to 224 wide (or tall), which the wide tile covers with up to 63 columns to
