@@ -121,8 +121,8 @@
 //!
 //! Measured on an H200 at 8192³ (2026-11-30, twenty-third session's final run, paired with
 //! cuBLAS in one process): 687 TFLOP/s, 1.030× cuBLAS (v6: 0.994×); the same kernel as `auto`
-//! and `direct` read 1.038× and 1.028×, and 1.048× in the sweep; that session's earlier calls
-//! read it 1.033–1.068 (median 1.044 of eight). The twenty-second session's final run read
+//! and `direct` read 1.038× and 1.028×, and 1.048× in the sweep; that session's first call
+//! read it 1.068, 1.033 and 1.044. The twenty-second session's final run read
 //! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
 //! session's card read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor
 //! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric
