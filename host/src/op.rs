@@ -452,16 +452,18 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
             // Tiles that boxes do not divide run side by side only as far as that was measured
             // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
-            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The mid
-            // tile trimmed also in four (N of 481–640), where it beat what `auto` ran before at
-            // 16 of 18 shapes, by up to 18% (twenty-third session: 8192×600×8192 0.90× against
-            // 0.78× for square pairs, 600×8192×8192 0.91× against 0.77× for mid tiles); not in
-            // three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92× for wide tiles).
+            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The
+            // 160-column tiles also in four (N of 481–640), where they beat what `auto` ran
+            // before at 26 of 28 shapes, by up to 18% (twenty-third session: the mid tile trimmed
+            // at 8192×600×8192 0.90× against 0.78× for square pairs, 600×8192×8192 0.91× against
+            // 0.77× for mid tiles; the trim tile, one whole wave at M = 2048, at 2048×640×4096
+            // 0.95× against 0.86× for square pairs); the mid tile trimmed not in three, which lost
+            // at 6 of 7 (8192×480×8192: 0.89× against 0.92× for wide tiles).
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
-                4 => (s.tile_m, s.tile_n) == MID_TRIM,
+                4 => (s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM,
                 _ => false,
             };
             (s.general && shares_b && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
@@ -819,6 +821,15 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
+        // At M = 2048 the trim tile in four columns, one whole wave (2048×640×4096 0.95× against
+        // 0.86× for square pairs, 600×2048×4096 0.90× against 0.81× for slim pairs,
+        // 640×2048×8192 0.90× against 0.87× for the mid tile trimmed, split).
+        for (m, n, k) in [(2048, 520, 4096), (2048, 640, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(600, 2048, 4096), (640, 2048, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_trim_kk_cm", "{m}x{n}x{k}");
+        }
         // Ties between the lean tile and its twin go to the form whose M is the shorter; the mid
         // tile's keep the first entry (twelfth session: 4096×320×4096 0.88× cuBLAS written
         // column-major against 0.82×; the mid tile's ties went both ways).
