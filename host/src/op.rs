@@ -453,17 +453,24 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // Tiles that boxes do not divide run side by side only as far as that was measured
             // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
             // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The
-            // 160-column tiles also in four (N of 481–640), where they beat what `auto` ran
-            // before at 26 of 28 shapes, by up to 18% (twenty-third session: the mid tile trimmed
-            // at 8192×600×8192 0.90× against 0.78× for square pairs, 600×8192×8192 0.91× against
-            // 0.77× for mid tiles; the trim tile, one whole wave at M = 2048, at 2048×640×4096
-            // 0.95× against 0.86× for square pairs); the mid tile trimmed not in three, which lost
-            // at 6 of 7 (8192×480×8192: 0.89× against 0.92× for wide tiles).
+            // 160-column tiles also in four (N of 481–640, which the cost takes from 513), where
+            // they beat what `auto` ran before at 26 of 28 shapes, by up to 18% (twenty-third
+            // session: the mid tile trimmed at 8192×600×8192 0.90× against 0.78× for square
+            // pairs, 600×8192×8192 0.91× against 0.77× for mid tiles; the trim tile at
+            // 2048×640×4096 0.95× against 0.86× for square pairs): the trim tile only where that
+            // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
+            // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
+            // for wide tiles).
+            let one_whole_wave = || {
+                let workers = sms / s.cluster;
+                let units = s.scheduler(kop.m as u32, kop.n as u32).num_tiles() * kop.batch as u32;
+                units <= workers && !(kop.stream_k && s.schedule(&kop.shape_args(), workers).is_some_and(|sk| sk.splits()))
+            };
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
-                4 => (s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM,
+                4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave()),
                 _ => false,
             };
             (s.general && shares_b && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
@@ -809,9 +816,9 @@ mod tests {
         assert_eq!(name(8192, 192, 8192), "hopper_v7_lean_kk");
         assert_eq!(name(8192, 480, 8192), "hopper_v7");
         assert_eq!(name(3000, 480, 8192), "hopper_v7_square_kk");
-        // The mid tile trimmed in four columns, 577–640 (twenty-third session, forced against
+        // The mid tile trimmed in four columns, 520–640 (twenty-third session, forced against
         // what `auto` ran: 8192×600×8192 0.90× against 0.78× for square pairs, 4096×608×8192
-        // 0.96× against 0.86×, 12288×640×4096 0.99× against 0.92×, 600×8192×8192 0.91× against
+        // 0.96× against 0.85×, 12288×640×4096 0.99× against 0.92×, 600×8192×8192 0.91× against
         // 0.77× for mid tiles, 640×16384×8192 0.96× against 0.85× for wide tiles); but where the
         // mid tile fits in three it stays (8192×576×8192: 0.89× against 0.84×).
         for (m, n, k) in [(8192, 600, 8192), (4096, 608, 8192), (12288, 640, 4096)] {
@@ -823,13 +830,15 @@ mod tests {
         assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
         // At M = 2048 the trim tile in four columns, one whole wave (2048×640×4096 0.95× against
         // 0.86× for square pairs, 600×2048×4096 0.90× against 0.81× for slim pairs,
-        // 640×2048×8192 0.90× against 0.87× for the mid tile trimmed, split).
+        // 640×2048×8192 0.90× against 0.87× for the mid tile trimmed, split); not where its
+        // schedule would split, which was not measured (1152×600×8192: slim pairs stay).
         for (m, n, k) in [(2048, 520, 4096), (2048, 640, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
         }
         for (m, n, k) in [(600, 2048, 4096), (640, 2048, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk_cm", "{m}x{n}x{k}");
         }
+        assert_eq!(name(1152, 600, 8192), "hopper_v7_slim_kk");
         // Ties between the lean tile and its twin go to the form whose M is the shorter; the mid
         // tile's keep the first entry (twelfth session: 4096×320×4096 0.88× cuBLAS written
         // column-major against 0.82×; the mid tile's ties went both ways).

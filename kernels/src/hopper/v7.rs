@@ -29,7 +29,7 @@
 //!   ends on a box moved back to end with it, overlapping the box before, in v6's epilogue; the
 //!   trimmed tiles then run two columns of tiles for M or N of 257–320 and 385–448, where the
 //!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×), and the
-//!   160-column tiles four for 481–640 (600×8192×8192: 0.91× against 0.77×).
+//!   160-column tiles four for 513–640 (600×8192×8192: 0.91× against 0.77×).
 //! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
@@ -256,14 +256,15 @@ pub struct Lean;
 /// epilogue (alpha = 1, beta = 0) moves the last one back to end with the tile, so that tiles
 /// may sit side by side (`staging::shifts_last_box`): two columns of them for N from 257 to 320
 /// at M of 4096 or less (2048×320×4096: 1.04× cuBLAS against 0.82× for slim pairs), four for
-/// 481 to 640 at M = 2048 (2048×640×4096: 0.95× against 0.86× for square pairs). With alpha
+/// 513 to 640 where that is one wave of whole tiles (2048×640×4096: 0.95× against 0.86× for
+/// square pairs). With alpha
 /// and beta the entry takes one column of tiles ([`KernelSpec::takes_one_column`]).
 pub struct Trim;
 /// 128×160 with two consumers, clusters of two, 4 stages: the mid tile trimmed to 160 columns,
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
 /// pairs would take more than one wave, and side by side like [`Trim`] for 257 to 320 (cuBLAS's
 /// tile at 320×8192×8192; 8192×320×8192: 0.99× cuBLAS against 0.85× for mid tiles) and in four
-/// columns for 481 to 640 (8192×600×8192: 0.90× against 0.78× for square pairs).
+/// columns for 513 to 640 (8192×600×8192: 0.90× against 0.78× for square pairs).
 pub struct MidTrim;
 /// 128×224 with two consumers, clusters of two, 4 stages: the wide tile trimmed to 224 columns,
 /// for outputs 193 to 224 wide (or tall), which the wide tile covers with up to 63 columns to
