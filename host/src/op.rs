@@ -461,11 +461,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
             // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
             // for wide tiles).
-            let one_whole_wave = || {
-                let workers = sms / s.cluster;
-                let units = s.scheduler(kop.m as u32, kop.n as u32).num_tiles() * kop.batch as u32;
-                units <= workers && !(kop.stream_k && s.schedule(&kop.shape_args(), workers).is_some_and(|sk| sk.splits()))
-            };
+            let one_whole_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).is_some_and(|sk| sk.units <= sk.workers && !(kop.stream_k && sk.splits()));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
                 _ if !s.shifted_last_box() => true,
                 1 => true,
