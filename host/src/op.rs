@@ -463,6 +463,8 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // for wide tiles).
             let one_whole_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).is_some_and(|sk| sk.units <= sk.workers && !(kop.stream_k && sk.splits()));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
+                // Twin pairs (side by side along N): one column of pairs, as measured.
+                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize,
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -499,8 +501,19 @@ const MID_TRIM: (u32, u32) = (128, 160);
 /// The 64×96 pair.
 const NARROW96: (u32, u32) = (64, 96);
 
+/// The twin pairs' rate (`tile_efficiency`).
+const TWIN: f64 = 0.85;
+
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
+    if s.cluster_along_n {
+        // The twin pairs: 0.78–0.9 pick the faster entry on each of the 28 shapes measured
+        // against them (twenty-fourth session: 8192×160×8192 twin80 1.00× cuBLAS against the trim
+        // tile's 0.88×, 8192×208×8192 twin112 1.04× against square pairs' 0.90×; at M = 16384
+        // the pairs along M of larger tiles, one wave where twins take two: 16384×160×4096
+        // midtrim 0.99× against twin80 0.97×, 16384×192×4096 mid 1.00× against twin96 0.95×).
+        return TWIN;
+    }
     match (s.tile_m, s.tile_n) {
         // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
         // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
@@ -642,7 +655,7 @@ mod tests {
 
     #[test]
     fn plans_add_edge_maps_whose_boxes_end_at_the_output() {
-        // The edge maps' boxes are the ones the kernel counts its bytes by (`a_bytes`,
+        // The edge maps' boxes are the ones the kernel counts its bytes by (`a_share_bytes`,
         // `b_share_bytes`): a mismatch would leave a stage's barrier waiting for bytes that never come.
         let v7 = &hopper::v7::SPEC;
         let rows = |spec: &KernelSpec, op: &GemmOp| {
@@ -657,9 +670,19 @@ mod tests {
         assert_eq!(rows(v7, &GemmOp::new(4096, 4096, 64)), [128, 128, 64, 128, 128]);
         for (op, m0, n0) in [(GemmOp::new(160, 4096, 64), 128, 0), (GemmOp::new(8000, 8000, 64), 7936, 7936)] {
             let r = rows(v7, &op);
-            assert_eq!(v7.a_bytes(m0, op.m as u32), r[3] * 64 * 2);
+            assert_eq!(v7.a_share_bytes(m0, op.m as u32), r[3] * 64 * 2);
             assert_eq!(v7.b_share_bytes(n0, op.n as u32), r[4] * 64 * 2);
         }
+        // Tiles paired along N share A: each CTA loads half of the tile's 128 rows of A, and its
+        // own 80 rows of B. 8100 rows end 36 into the last half (rounded up to 40), 150 columns
+        // 70 into the first pair's second tile (72).
+        let twin = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_twin80_kk").unwrap();
+        let op = GemmOp::new(8100, 150, 64).c(Layout::RowMajor, 152);
+        assert_eq!(rows(twin, &op), [64, 80, 64, 40, 72]);
+        assert_eq!((twin.unit_m(), twin.unit_n(), twin.scheduler(8100, 150).num_tiles()), (128, 160, 64));
+        assert_eq!((twin.a_share_bytes(8064, 8100), twin.a_share_bytes(8000, 8100), twin.a_share_bytes(8128, 8100)), (40 * 128, 64 * 128, 0));
+        assert_eq!((twin.b_share_bytes(0, 150), twin.b_share_bytes(80, 150), twin.b_share_bytes(160, 150)), (80 * 128, 72 * 128, 0));
+        assert_eq!((twin.a_share_at_edge(8000, 8100), twin.a_share_at_edge(8064, 8100), twin.b_share_at_edge(80, 150)), (false, true, true));
         // An M-major A and an N-major B keep their boxes, 64 elements of M or N wide.
         let mn = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_wide_mnmn").unwrap();
         let op = GemmOp::new(16, 16, 64).a(Layout::ColMajor, 16).b(Layout::RowMajor, 16);
@@ -763,19 +786,19 @@ mod tests {
         assert_eq!(pick(16384, 72, 4096), narrow96);
         assert_eq!(pick(100, 4096, 4096), slim);
         assert_eq!(pick(128, 16384, 8192), slim);
-        // M from 129 to 192: lean tiles with the operands' places traded, so that M is the
-        // tile's 192 columns (ninth session: 160×8192×8192 0.84× cuBLAS against 0.73× for square
-        // pairs), or up to 160 the trim tile's 160 (thirteenth session: 0.88× against 0.85× for
-        // lean tiles, 136×8192×8192 0.89× against 0.85×); past 192, square pairs again
-        // (208×8192×8192: 0.88× against 0.60×).
+        // M from 129 to 224 at large N: twin pairs with the operands' places traded, so that M
+        // is the pair's 160, 192 or 224 columns and the pair shares B, the operand read from
+        // DRAM (twenty-fourth session: 160×8192×8192 1.02× and 0.97× cuBLAS against 0.87× for
+        // trim tiles, which shared A; 192×8192×8192 1.05× against 0.93× for lean tiles,
+        // 208×8192×8192 1.00× against 0.90× for square pairs).
         let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
         for m in [136, 152, 160] {
-            assert_eq!(name(m, 8192, 8192), "hopper_v7_trim_kk_cm", "{m}");
+            assert_eq!(name(m, 8192, 8192), "hopper_v7_twin80_kk_cm", "{m}");
         }
-        assert_eq!(name(168, 8192, 8192), "hopper_v7_lean_kk_cm");
-        assert_eq!(name(192, 8192, 8192), "hopper_v7_lean_kk_cm");
-        assert_eq!(name(160, 4096, 4096), "hopper_v7_trim_kk_cm");
-        assert_eq!(pick(208, 8192, 8192), square);
+        assert_eq!(name(168, 8192, 8192), "hopper_v7_twin96_kk_cm");
+        assert_eq!(name(192, 8192, 8192), "hopper_v7_twin96_kk_cm");
+        assert_eq!(name(160, 4096, 4096), "hopper_v7_twin80_kk_cm");
+        assert_eq!(name(208, 8192, 8192), "hopper_v7_twin112_kk_cm");
         // Where the lean pairs take two waves, or fill one only with a split, mid pairs written
         // column-major take one (twelfth session, forced: 320×8192×8192 0.85× against 0.78× for
         // lean tiles, 192×14336×4096 0.92× against 0.89× for lean ones written column-major);
@@ -806,10 +829,10 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
         }
         assert_eq!(name(448, 8192, 8192), "hopper_v7_widetrim_kk_cm");
-        // Not the 64×96 pair in two columns (8192×192×8192: 0.72× against 0.88× for lean tiles),
-        // nor trimmed tiles in three columns, where they lost (8192×480×8192: mid tiles trimmed
-        // to 160 0.89×, wide tiles 0.92×).
-        assert_eq!(name(8192, 192, 8192), "hopper_v7_lean_kk");
+        // Not the 64×96 pair in two columns (8192×192×8192: 0.72× against 0.88× for lean tiles;
+        // twin pairs take it now), nor trimmed tiles in three columns, where they lost
+        // (8192×480×8192: mid tiles trimmed to 160 0.89×, wide tiles 0.92×).
+        assert_eq!(name(8192, 192, 8192), "hopper_v7_twin96_kk");
         assert_eq!(name(8192, 480, 8192), "hopper_v7");
         assert_eq!(name(3000, 480, 8192), "hopper_v7_square_kk");
         // The mid tile trimmed in four columns, 520–640 (twenty-third session, forced against
@@ -843,23 +866,32 @@ mod tests {
         }
         assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
-        // N from 129 to 192: lean tiles as they are (8192×160×8192: 0.82× against 0.78× for
-        // mid), or up to 160 trim tiles (thirteenth session: 0.89× against 0.82× for lean
-        // tiles).
-        for (m, n, k) in [(8192, 136, 8192), (8192, 160, 8192), (4096, 160, 4096)] {
-            assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
+        // N from 129 to 224 where pairs of the twin tiles (tiles side by side along N, sharing A)
+        // make at most a wave or need a split: A is the operand read from DRAM, and the pair
+        // multicasts it (twenty-fourth session, forced: 8192×160×8192 1.00× cuBLAS against 0.88×
+        // for the trim tile, 8192×192×8192 0.99× against 0.88× for lean tiles and 0.95× for mid
+        // ones, 8192×208×8192 1.04× against 0.90× for square pairs).
+        for (m, n, k, twin) in [(8192, 136, 8192, 80), (8192, 160, 8192, 80), (4096, 160, 4096, 80), (2048, 160, 8192, 80), (3000, 144, 8192, 80), (8192, 176, 8192, 96), (4096, 192, 4096, 96), (8192, 224, 8192, 112)] {
+            assert_eq!(name(m, n, k), format!("hopper_v7_twin{twin}_kk"), "{m}x{n}x{k}");
         }
-        assert_eq!(name(4096, 192, 4096), "hopper_v7_lean_kk");
-        // Where trim pairs take more than a wave, mid pairs trimmed to 160 columns take one
-        // (thirteenth session: 16384×144×4096 0.95× against 0.87× for mid tiles, 16384×160×5120
-        // 0.98× against 0.90×, 160×28672×8192 0.94× against 0.85× for mid tiles written
-        // column-major).
-        for (m, n, k) in [(16384, 144, 4096), (16384, 160, 5120), (32768, 144, 4096), (14336, 160, 4096)] {
+        assert_eq!(name(224, 8192, 8192), "hopper_v7_twin112_kk_cm");
+        // Where twin pairs take two waves, pairs along M of larger tiles take one (measured
+        // against them: 16384×160×4096 0.99× for mid tiles trimmed to 160 columns against 0.97×,
+        // 16384×152×8192 0.96× against 0.90×; thirteenth session against mid tiles:
+        // 16384×144×4096 0.95× against 0.87×, 16384×160×5120 0.98× against 0.90×,
+        // 160×28672×8192 0.94× against 0.85× written column-major). There is no twin pair 64
+        // wide: it beat slim pairs at 8192×128×8192 (0.98× against 0.94×), but lost to lean
+        // tiles written column-major, which share the streamed operand too, at 12288×128×4096
+        // (0.89× against 1.02×), and to slim pairs at 128×128×8192 (0.45× against 0.55×).
+        for (m, n, k) in [(16384, 144, 4096), (16384, 160, 5120), (32768, 144, 4096), (16384, 152, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
         }
-        for (m, n, k) in [(160, 16384, 5120), (160, 28672, 8192), (144, 14336, 4096)] {
+        for (m, n, k) in [(160, 16384, 5120), (160, 28672, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
         }
+        assert_eq!(name(16384, 192, 4096), "hopper_v7_mid_kk");
+        assert_eq!(name(8192, 128, 8192), "hopper_v7_slim_kk");
+        assert_eq!(name(12288, 128, 4096), "hopper_v7_lean_kk_cm");
         // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
         // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×
         // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
@@ -870,10 +902,10 @@ mod tests {
         for (m, n, k) in [(208, 16384, 5120), (224, 28672, 8192), (208, 14336, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk_cm", "{m}x{n}x{k}");
         }
-        assert_eq!(name(8192, 208, 8192), "hopper_v7_square_kk");
+        assert_eq!(name(8192, 208, 8192), "hopper_v7_twin112_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
-        assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_trim_kk");
+        assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
         // The trim tile takes several columns of tiles with alpha = 1 and beta = 0 only (its last
         // staging box shifted); the narrow tiles, narrower than a box, take one column always.
         let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();

@@ -118,6 +118,10 @@ pub struct KernelSpec {
     pub threads: u32,
     /// CTAs per cluster, along x.
     pub cluster: u32,
+    /// Where a cluster's CTAs sit in the output: stacked along M, sharing B's rows (each loads
+    /// `tile_n / cluster` of them and multicasts them), or, where this is set, side by side
+    /// along N, sharing A's rows the same way, each loading its own `tile_n` rows of B.
+    pub cluster_along_n: bool,
     pub grid: Grid,
     /// Dynamic shared memory, bytes.
     pub smem_bytes: u32,
@@ -134,7 +138,7 @@ pub struct KernelSpec {
     /// Takes two more tensor maps, of A and of B, whose boxes end at M and N (see
     /// [`KernelSpec::a_edge_box`]): a CTA whose rows (share of B's rows) cross the end of a
     /// K-major A (B) loads through them, one whose rows lie wholly past it loads nothing, and
-    /// every CTA expects the bytes [`KernelSpec::a_bytes`] and [`KernelSpec::b_share_bytes`] count.
+    /// every CTA expects the bytes [`KernelSpec::a_share_bytes`] and [`KernelSpec::b_share_bytes`] count.
     pub edge_maps: bool,
     /// Writes C column-major: for a row-major C the host hands it the same call with the
     /// operands' places traded (Cᵀ = B·Aᵀ), so that M is the tile's columns, the side a `wgmma`
@@ -167,9 +171,32 @@ pub struct StreamKSpec {
 
 impl KernelSpec {
     /// The tile schedule of an `m × n` output. A cluster of `cluster` CTAs takes `cluster`
-    /// tiles stacked along M as one unit; the kernel and the host grid sizing both call this.
+    /// tiles as one unit ([`unit_m`](Self::unit_m) × [`unit_n`](Self::unit_n)); the kernel and
+    /// the host grid sizing both call this.
     pub const fn scheduler(&self, m: u32, n: u32) -> crate::sched::TileScheduler {
-        crate::sched::TileScheduler::new(m, n, self.tile_m * self.cluster, self.tile_n, self.group_m)
+        crate::sched::TileScheduler::new(m, n, self.unit_m(), self.unit_n(), self.group_m)
+    }
+
+    /// Rows of C a cluster computes: its tiles stacked along M, or one tile's.
+    pub const fn unit_m(&self) -> u32 {
+        if self.cluster_along_n { self.tile_m } else { self.tile_m * self.cluster }
+    }
+
+    /// Columns of C a cluster computes.
+    pub const fn unit_n(&self) -> u32 {
+        if self.cluster_along_n { self.tile_n * self.cluster } else { self.tile_n }
+    }
+
+    /// Rows of A each CTA of a cluster loads per K slice: its share of the tile's, multicast to
+    /// the cluster, where the cluster lies along N; otherwise the whole tile's, for itself.
+    pub const fn a_share_rows(&self) -> u32 {
+        if self.cluster_along_n { self.tile_m / self.cluster } else { self.tile_m }
+    }
+
+    /// Rows of B each CTA loads per K slice: its share of the tile's, multicast, where the
+    /// cluster lies along M; otherwise the whole tile's.
+    pub const fn b_share_rows(&self) -> u32 {
+        if self.cluster_along_n { self.tile_n } else { self.tile_n / self.cluster }
     }
 
     /// Whether the epilogue's last staging box reaches past the tile's columns: a tile narrower
@@ -194,8 +221,9 @@ impl KernelSpec {
         self.single_tile_column() || (self.shifted_last_box() && !plain_epilogue)
     }
 
-    /// The box of A's edge map for an `m`-row problem: the rows of A's last tile row that lie
-    /// before `m`, rounded up to 8, for a K-major A whose last tile row is partial; otherwise the
+    /// The box of A's edge map for an `m`-row problem: the rows of A's last share of a tile row
+    /// ([`a_share_rows`](Self::a_share_rows)) that lie before `m`, rounded up to 8, for a
+    /// K-major A whose last tile row is partial; otherwise the
     /// whole box (a valid map that no CTA needs). TMA fills the rows of a box past the tensor's
     /// end with zeros, and on the H200 that costs more than loading them: square pairs ran
     /// 160×8192×8192 in 72 µs, 256×8192×8192 in 59 µs, with the same grid. The tile's rows past
@@ -219,28 +247,29 @@ impl KernelSpec {
         }
     }
 
-    /// Bytes of A that a CTA whose first row is `m0` receives per K slice of an `m`-row problem,
-    /// for a kernel with edge maps: the whole tile, the edge box, or nothing past M. An M-major
-    /// A arrives in boxes `a_box.inner` rows of M wide; those that start past M are not loaded.
-    pub const fn a_bytes(&self, m0: u32, m: u32) -> u32 {
-        Self::share_bytes(self.a_box, self.a_major, self.tile_m, m0, m)
+    /// Bytes of the share of A's rows that starts at `m0` ([`a_share_rows`](Self::a_share_rows))
+    /// per K slice of an `m`-row problem, for a kernel with edge maps: the whole box, the edge
+    /// box, or nothing past M. An M-major A arrives in boxes `a_box.inner` rows of M wide; those
+    /// that start past M are not loaded.
+    pub const fn a_share_bytes(&self, m0: u32, m: u32) -> u32 {
+        Self::share_bytes(self.a_box, self.a_major, self.a_share_rows(), m0, m)
     }
 
-    /// Bytes of the share of B's rows that starts at `n0` (each CTA of a cluster loads one share
-    /// of `tile_n / cluster` rows and multicasts it), as [`a_bytes`](Self::a_bytes) for A.
+    /// Bytes of the share of B's rows that starts at `n0` ([`b_share_rows`](Self::b_share_rows)),
+    /// as [`a_share_bytes`](Self::a_share_bytes) for A.
     pub const fn b_share_bytes(&self, n0: u32, n: u32) -> u32 {
-        Self::share_bytes(self.b_box, self.b_major, self.tile_n / self.cluster, n0, n)
+        Self::share_bytes(self.b_box, self.b_major, self.b_share_rows(), n0, n)
     }
 
-    /// Whether the CTA whose first row is `m0` loads a K-major A through the edge map: its tile
-    /// crosses `m`.
-    pub const fn a_at_edge(&self, m0: u32, m: u32) -> bool {
-        Self::crosses(self.tile_m, m0, m)
+    /// Whether the share of A's rows that starts at `m0` is loaded through the edge map (a
+    /// K-major A): it crosses `m`.
+    pub const fn a_share_at_edge(&self, m0: u32, m: u32) -> bool {
+        Self::crosses(self.a_share_rows(), m0, m)
     }
 
     /// Whether the share of B's rows that starts at `n0` is loaded through the edge map.
     pub const fn b_share_at_edge(&self, n0: u32, n: u32) -> bool {
-        Self::crosses(self.tile_n / self.cluster, n0, n)
+        Self::crosses(self.b_share_rows(), n0, n)
     }
 
     const fn crosses(rows: u32, start: u32, end: u32) -> bool {
@@ -348,17 +377,17 @@ mod tests {
         assert_eq!((cols(8), cols(60), cols(128), cols(200), cols(8000)), (8, 64, 128, 72, 64));
         // Bytes per K slice: the whole box inside M, the edge box across it, nothing past it.
         let slice = 64 * 2;
-        assert_eq!((v7.a_bytes(0, 8192), v7.a_bytes(7936, 8000), v7.a_bytes(8064, 8000)), (128 * slice, 64 * slice, 0));
-        assert_eq!((v7.a_bytes(0, 1), v7.a_bytes(128, 160)), (8 * slice, 32 * slice));
+        assert_eq!((v7.a_share_bytes(0, 8192), v7.a_share_bytes(7936, 8000), v7.a_share_bytes(8064, 8000)), (128 * slice, 64 * slice, 0));
+        assert_eq!((v7.a_share_bytes(0, 1), v7.a_share_bytes(128, 160)), (8 * slice, 32 * slice));
         assert_eq!((v7.b_share_bytes(0, 200), v7.b_share_bytes(128, 200), v7.b_share_bytes(256, 200)), (128 * slice, 72 * slice, 0));
         // The kernel loads through the edge map exactly where the bytes count the edge box.
-        assert_eq!((v7.a_at_edge(0, 8192), v7.a_at_edge(7936, 8000), v7.a_at_edge(0, 100)), (false, true, true));
+        assert_eq!((v7.a_share_at_edge(0, 8192), v7.a_share_at_edge(7936, 8000), v7.a_share_at_edge(0, 100)), (false, true, true));
         assert_eq!((v7.b_share_at_edge(0, 200), v7.b_share_at_edge(128, 200), v7.b_share_at_edge(128, 256)), (false, true, false));
         // An M- or N-major operand keeps its 64-wide boxes and loads those that start before the end.
         let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN && s.b_major == Major::MN).unwrap();
         assert_eq!((mn.a_edge_box(16), mn.b_edge_box(16)), (mn.a_box, mn.b_box));
         let boxed = 64 * slice;
-        assert_eq!((mn.a_bytes(0, 8192), mn.a_bytes(0, 16), mn.a_bytes(0, 65), mn.a_bytes(128, 100)), (2 * boxed, boxed, 2 * boxed, 0));
+        assert_eq!((mn.a_share_bytes(0, 8192), mn.a_share_bytes(0, 16), mn.a_share_bytes(0, 65), mn.a_share_bytes(128, 100)), (2 * boxed, boxed, 2 * boxed, 0));
         assert_eq!((mn.b_share_bytes(128, 4096), mn.b_share_bytes(128, 200)), (2 * boxed, 2 * boxed));
         assert_eq!(mn.b_share_bytes(128, 150), boxed);
         // The ladder's kernels take three maps.

@@ -194,7 +194,7 @@ pub fn within_sweep_bounds(op: &GemmOp) -> bool {
 ///
 /// Sizes are drawn in the kernel's own coordinates (rows and columns of the row-major C it
 /// writes; a column-major C swaps them): a third sit at a tile boundary ±1 (tiles of
-/// `tile_m × cluster` rows and `tile_n` columns) or ±8 for K (64-wide K slices), the rest are
+/// `unit_m` rows and `unit_n` columns, a cluster's) or ±8 for K (64-wide K slices), the rest are
 /// tiny, log-uniform up to [`SWEEP_MAX_DIM`] or beyond 8192. K is a multiple of 8 in
 /// 8..=[`SWEEP_MAX_K`]. A kernel whose dense C leaves through TMA (v6) takes N in multiples of 8,
 /// the only ones it accepts. General kernels also draw C's storage order, padded leading
@@ -208,7 +208,7 @@ pub fn within_sweep_bounds(op: &GemmOp) -> bool {
 pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCase> {
     let name_hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     let mut rng = Rng::new(seed ^ name_hash);
-    let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+    let (unit_m, unit_n, column) = (kernel.unit_m() as usize, kernel.unit_n() as usize, kernel.tile_n as usize);
     let n_step = if kernel.c_box.is_some() && !kernel.general { 8 } else { 1 };
     let up = |x: usize, step: usize| x.div_ceil(step) * step;
 
@@ -229,15 +229,15 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
         let v = if kernel.general { variant(&mut rng) } else { Variant::PLAIN };
         let one_column = kernel.takes_one_column(v.alpha == 1.0 && v.beta == 0.0);
         let (mk, nk, mut k) = match corners.get(index) {
-            Some(&(m, n, k)) => (m, if one_column { n.min(unit_n) } else { n }, k),
+            Some(&(m, n, k)) => (m, if one_column { n.min(column) } else { n }, k),
             None => {
                 let m = dim(&mut rng, unit_m);
                 let n = if !one_column {
                     dim(&mut rng, unit_n)
                 } else if rng.chance(0.35) {
-                    unit_n - rng.range(0, 1)
+                    column - rng.range(0, 1)
                 } else {
-                    rng.range(1, unit_n)
+                    rng.range(1, column)
                 };
                 (m, n, k_dim(&mut rng))
             }
@@ -300,18 +300,18 @@ fn variant(rng: &mut Rng) -> Variant {
 }
 
 /// Small calls for `kernel` that still take every path it has, for runs under compute-sanitizer
-/// (which slows kernels down a hundredfold or more): whole tiles (of `tile_m × cluster` rows),
+/// (which slows kernels down a hundredfold or more): whole tiles (a cluster's),
 /// partial tiles in M, N and K with K long enough to wrap the stage ring, and for general kernels
 /// the same partial shape through [`Variant::GENERAL`] (column-major C, padding, alpha, beta ≠ 0
 /// so C is loaded, a batch of two).
 pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
-    let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+    let (unit_m, unit_n, column) = (kernel.unit_m() as usize, kernel.unit_n() as usize, kernel.tile_n as usize);
     // Partial tiles in the kernel's coordinates: an entry that writes C column-major takes its
     // M in multiples of 8, and one that takes one column of tiles gets a partial column (cut as
     // `verify_shapes` cuts it: 24 short of the tile, folded into the column where it is narrower);
     // with alpha and beta, so does one whose last staging box is shifted.
     let pm = if kernel.c_col_major { (unit_m + 61) / 8 * 8 } else { unit_m + 61 };
-    let partial_n = |plain| if kernel.takes_one_column(plain) { unit_n - 24 % unit_n } else { unit_n + 40 };
+    let partial_n = |plain| if kernel.takes_one_column(plain) { column - 24 % column } else { unit_n + 40 };
     let (pn, pn_scaled) = (partial_n(true), partial_n(false));
     let plain = |mk, nk, k| {
         let (m, n) = call_dims(kernel, Layout::RowMajor, mk, nk);
@@ -369,7 +369,7 @@ mod tests {
             assert_eq!(cases, sweep_cases(kernel, 42, 200), "{}: same seed, same cases", kernel.name);
             assert_ne!(cases, sweep_cases(kernel, 43, 200), "{}: another seed, other cases", kernel.name);
             assert_eq!(cases.len(), 200);
-            let (unit_m, unit_n) = ((kernel.tile_m * kernel.cluster) as usize, kernel.tile_n as usize);
+            let (unit_m, unit_n) = (kernel.unit_m() as usize, kernel.unit_n() as usize);
             let (mut big_m, mut big_n, mut k_max, mut boundary) = (false, false, false, 0);
             let (mut col_c, mut batched, mut scaled, mut padded) = (false, false, false, false);
             for c in &cases {
@@ -426,7 +426,7 @@ mod tests {
     fn one_column_entries_get_calls_within_their_column() {
         let names = |plain| hgemm_kernels::kernels().filter(|k| k.takes_one_column(plain)).map(|k| k.name).collect::<Vec<_>>();
         assert_eq!(names(true), ["hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm"]);
-        assert_eq!(names(false), ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm"]);
+        assert_eq!(names(false), ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm", "hopper_v7_twin80_kk", "hopper_v7_twin80_kk_cm", "hopper_v7_twin96_kk", "hopper_v7_twin96_kk_cm", "hopper_v7_twin112_kk", "hopper_v7_twin112_kk_cm"]);
         for kernel in hgemm_kernels::kernels() {
             for plain in [true, false] {
                 let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, plain, 1999, 3000));

@@ -48,6 +48,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: 1,
     threads: THREADS,
     cluster: 1,
+    cluster_along_n: false,
     grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,

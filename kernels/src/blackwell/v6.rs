@@ -75,6 +75,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: 16,
     threads: THREADS,
     cluster: CLUSTER,
+    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,

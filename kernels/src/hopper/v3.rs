@@ -38,6 +38,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: 0,
     threads: THREADS,
     cluster: 1,
+    cluster_along_n: false,
     grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,

@@ -44,6 +44,7 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: GROUP_M,
     threads: THREADS,
     cluster: CLUSTER,
+    cluster_along_n: false,
     grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,

@@ -17,7 +17,11 @@
 //!   cuBLAS against 0.82× for lean tiles), and [`MidTrim`] the mid tile 160 wide, for the same
 //!   outputs at large M (16384×160×5120: 0.98× against 0.90× for mid tiles); [`WideTrim`] is
 //!   the wide tile 224 wide, for N from 193 to 224 (32768×224×4096: 1.00× against 0.86× for
-//!   wide tiles). These eight pair CTAs along M to share B. For M ≤ 64, where half of a slim
+//!   wide tiles). These eight pair CTAs along M to share B. [`Twin80`], [`Twin96`] and
+//!   [`Twin112`] are 128 rows by 80, 96 or 112 columns in pairs that lie along N instead and
+//!   share A ([`Tile::ALONG_N`]): for N of 129–224 at large M, where A is the operand read from
+//!   DRAM and B stays in L2 (8192×160×8192: 1.00× cuBLAS against 0.88× for the trim tile;
+//!   cuBLAS's design there). For M ≤ 64, where half of a slim
 //!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
 //!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). For M ≤ 32 at large N,
 //!   [`Narrow32`] and [`Narrow16`] are thin tiles 32 and 16 columns wide in pairs, written
@@ -100,7 +104,8 @@
 //!                                last tile only: griddepcontrol.launch_dependents
 //!                                per tile, per K slice (odd waves: last to first):
 //!                                wait(empty[s]) → expect_tx(full[s]) → TMA A box(es)
-//!                                → TMA B box(es) of this CTA's half, multicast
+//!                                → TMA B box(es); of the operand the pair shares (B, or A
+//!                                for the twins) this CTA's half, multicast
 //!                                after a whole unit: count it (rank 0)
 //!                                at the end: wait(empty[s]) for every stage, then exit
 //! consumer wg                  : wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
@@ -119,14 +124,15 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, twenty-third session's final run, paired with
-//! cuBLAS in one process): 687 TFLOP/s, 1.030× cuBLAS (v6: 0.994×); the same kernel as `auto`
-//! and `direct` read 1.038× and 1.028×, and 1.048× in the sweep; that session's first call
-//! read it 1.068, 1.033 and 1.044. The twenty-second session's final run read
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-fourth session's final run, paired with
+//! cuBLAS in one process): 699 TFLOP/s, 1.053× cuBLAS (v6: 1.012×); the same kernel as `auto`
+//! and `direct` read 1.050× and 1.053×, and 1.037× in the sweep. The twenty-third session's
+//! final run read 1.030, 1.038, 1.028 and 1.048, its first call 1.068, 1.033 and 1.044; the
+//! twenty-second session's final run read
 //! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
 //! session's card read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor
 //! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric
-//! mean: 1.011 in the final run.
+//! mean: 1.015 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
@@ -153,6 +159,8 @@ pub trait Tile {
     const BN: u32;
     /// CTAs per cluster, stacked along M; they split B and multicast it.
     const CLUSTER: u32;
+    /// The cluster's CTAs sit side by side along N instead, and split A and multicast it.
+    const ALONG_N: bool = false;
     const STAGES: u32;
     /// Each consumer's 64 × `BN` accumulator; its `wgmma` is the tile's MMA.
     #[cfg(hopper)]
@@ -295,6 +303,20 @@ pub struct Narrow16;
 /// lean tile 0.88×). Measured against what `auto` ran before, forced (twenty-first session): 96×14336×4096
 /// 0.963× cuBLAS against 0.895× (lean pairs), 8192×96×8192 1.007× against 0.936× (slim pairs).
 pub struct Narrow96;
+/// 128×80 with two consumers and 7 stages, in clusters of two side by side along N
+/// ([`Tile::ALONG_N`]): a pair covers 128×160 like a pair of [`Trim`] tiles, but shares A's rows
+/// instead of B's. Where M is large and N at most 160, A is the operand read from DRAM, and the
+/// pair multicasts it instead of the few rows of B that stay in L2: cuBLAS's design at
+/// 8192×160×8192 (`nvjet_sm90_tst_80x128_64x8_2x1`; `docs/performance.md`). The same slim pairs
+/// ran 128×8192×8192, where they share the streamed operand, 6–8% faster than 8192×128×8192,
+/// where they share the other; the twin pair ran 8192×160×8192 at 1.00× cuBLAS against 0.88×
+/// for the trim tile (twenty-fourth session). Written column-major (`_cm`) for a small M.
+pub struct Twin80;
+/// [`Twin80`] 96 columns wide, 6 stages: pairs cover N of 161–192 (cuBLAS's
+/// `nvjet_sm90_tst_96x128_64x7_2x1` at 8192×192×8192).
+pub struct Twin96;
+/// [`Twin80`] 112 columns wide, 6 stages: pairs cover N of 193–224.
+pub struct Twin112;
 
 impl Tile for Wide {
     const CONSUMERS: u32 = 2;
@@ -444,19 +466,57 @@ impl Tile for Narrow96 {
     type Held = ();
 }
 
+impl Tile for Twin80 {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 80;
+    const CLUSTER: u32 = 2;
+    const ALONG_N: bool = true;
+    const STAGES: u32 = 7;
+    #[cfg(hopper)]
+    type Acc = [f32; 40];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Twin96 {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 96;
+    const CLUSTER: u32 = 2;
+    const ALONG_N: bool = true;
+    const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 48];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Twin112 {
+    const CONSUMERS: u32 = 2;
+    const BN: u32 = 112;
+    const CLUSTER: u32 = 2;
+    const ALONG_N: bool = true;
+    const STAGES: u32 = 6;
+    #[cfg(hopper)]
+    type Acc = [f32; 56];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
 const fn major(mn: bool) -> Major {
     if mn { Major::MN } else { Major::K }
 }
 
-/// The box A is loaded in: the whole `BM`×64 K-major slice, or 64(M)×64(K) MN-major pieces.
+/// The box A is loaded in: this CTA's rows K-major (`BM`, or `BM / CLUSTER` where the cluster
+/// lies along N), or 64(M)×64(K) MN-major pieces.
 const fn a_box<T: Tile>(mn: bool) -> TmaBox {
-    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BM, Swizzle::B128) };
+    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BM / if T::ALONG_N { T::CLUSTER } else { 1 }, Swizzle::B128) };
     b.promote_l2(L2Promotion::B256)
 }
 
-/// The box B is loaded in: this CTA's `BN / CLUSTER` rows K-major, or 64(N)×64(K) MN-major pieces.
+/// The box B is loaded in: this CTA's rows K-major (`BN / CLUSTER`, or `BN` where the cluster
+/// lies along N), or 64(N)×64(K) MN-major pieces.
 const fn b_box<T: Tile>(mn: bool) -> TmaBox {
-    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BN / T::CLUSTER, Swizzle::B128) };
+    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, T::BN / if T::ALONG_N { 1 } else { T::CLUSTER }, Swizzle::B128) };
     b.promote_l2(L2Promotion::B256)
 }
 
@@ -490,7 +550,9 @@ const fn partial_bytes<T: Tile>() -> u32 {
 const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) -> KernelSpec {
     // An N-major B arrives in boxes 64 wide along N, so each CTA's share of B must be whole boxes
     // (the mid tile's 96 rows are not: it takes a K-major B only).
-    assert!(!b_mn || (T::BN / T::CLUSTER).is_multiple_of(SPAN), "B's share per CTA is not whole 64-wide boxes");
+    assert!(!b_mn || (!T::ALONG_N && (T::BN / T::CLUSTER).is_multiple_of(SPAN)), "B's share per CTA is not whole 64-wide boxes");
+    // Operands in MN-major pieces are shared along M only.
+    assert!(!a_mn || !T::ALONG_N, "A is shared along N only K-major");
     KernelSpec {
         name,
         family: Family::Hopper,
@@ -501,6 +563,7 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) 
         group_m: GROUP_M,
         threads: 128 * (1 + T::CONSUMERS),
         cluster: T::CLUSTER,
+        cluster_along_n: T::ALONG_N,
         grid: Grid::Persistent,
         smem_bytes: smem::<T>().bytes,
         a_box: a_box::<T>(a_mn),
@@ -552,6 +615,12 @@ pub const VARIANTS: &[KernelSpec] = &[
     spec::<Narrow16>("hopper_v7_narrow16_kk_cm", false, false, true),
     spec::<Narrow96>("hopper_v7_narrow96_kk", false, false, false),
     spec::<Narrow96>("hopper_v7_narrow96_kk_cm", false, false, true),
+    spec::<Twin80>("hopper_v7_twin80_kk", false, false, false),
+    spec::<Twin80>("hopper_v7_twin80_kk_cm", false, false, true),
+    spec::<Twin96>("hopper_v7_twin96_kk", false, false, false),
+    spec::<Twin96>("hopper_v7_twin96_kk_cm", false, false, true),
+    spec::<Twin112>("hopper_v7_twin112_kk", false, false, false),
+    spec::<Twin112>("hopper_v7_twin112_kk_cm", false, false, true),
 ];
 
 /// One entry point per (tile, A order, B order): each passes its own tensor-map parameters.
@@ -611,6 +680,12 @@ entries! {
     hopper_v7_narrow16_kk_cm: Narrow16, false, false, ColMajorC;
     hopper_v7_narrow96_kk: Narrow96, false, false, RowMajorC;
     hopper_v7_narrow96_kk_cm: Narrow96, false, false, ColMajorC;
+    hopper_v7_twin80_kk: Twin80, false, false, RowMajorC;
+    hopper_v7_twin80_kk_cm: Twin80, false, false, ColMajorC;
+    hopper_v7_twin96_kk: Twin96, false, false, RowMajorC;
+    hopper_v7_twin96_kk_cm: Twin96, false, false, ColMajorC;
+    hopper_v7_twin112_kk: Twin112, false, false, RowMajorC;
+    hopper_v7_twin112_kk_cm: Twin112, false, false, ColMajorC;
 }
 
 #[cfg(hopper)]
@@ -645,10 +720,11 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     let this = spec::<T>("", a_mn, b_mn, c_col);
     let sched = this.scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
-    // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`.
+    // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`; this CTA's tile of it.
     let unit = |idx: u32| {
         let (tm, tn) = sched.tile_snaking(idx % tiles);
-        ((tm * T::CLUSTER + rank) * T::BM, tn * T::BN, (idx / tiles) as i32)
+        let (tm, tn) = if T::ALONG_N { (tm, tn * T::CLUSTER + rank) } else { (tm * T::CLUSTER + rank, tn) };
+        (tm * T::BM, tn * T::BN, (idx / tiles) as i32)
     };
     let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
     let num_kb = args.k.div_ceil(BK);
@@ -659,7 +735,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
         _ => StreamK { units: tiles * args.batch, num_kb, workers, dp_units: args.dp_units, share: args.share },
     };
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
-    let b_share = T::BN / T::CLUSTER;
+    let (a_share, b_share) = (this.a_share_rows(), this.b_share_rows());
     // C's contiguous dimension: N, or M for a column-major C. TMA stores reach the last whole
     // 16-byte chunk of it; the rest of a row-major C's rows is stored from registers.
     let tma_columns = tma_store_columns(if c_col { args.m } else { args.n });
@@ -702,14 +778,16 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     griddepcontrol::launch_dependents();
                 }
                 let (m0, n0, z) = unit(work.unit);
-                // This CTA's A and every CTA's share of B, as far as M and N reach: the rows that
-                // cross them come through the edge maps, and none past them are loaded.
-                let n = n0 + rank * b_share;
-                let mut stage_bytes = this.a_bytes(m0, args.m);
+                // What lands in this CTA's stages, as far as M and N reach: every CTA's share of
+                // the operand the cluster shares, and its own rows of the other. The rows that
+                // cross M or N come through the edge maps, and none past them are loaded.
+                let mut stage_bytes = if T::ALONG_N { this.b_share_bytes(n0, args.n) } else { this.a_share_bytes(m0, args.m) };
                 for cta in 0..T::CLUSTER {
-                    stage_bytes += this.b_share_bytes(n0 + cta * b_share, args.n);
+                    stage_bytes += if T::ALONG_N { this.a_share_bytes(m0 + cta * a_share, args.m) } else { this.b_share_bytes(n0 + cta * b_share, args.n) };
                 }
-                let a_map = if !this.a_at_edge(m0, args.m) { map_a } else { map_a_edge };
+                // The rows this CTA loads.
+                let (m, n) = if T::ALONG_N { (m0 + rank * a_share, n0) } else { (m0, n0 + rank * b_share) };
+                let a_map = if !this.a_share_at_edge(m, args.m) { map_a } else { map_a_edge };
                 let b_map = if !this.b_share_at_edge(n, args.n) { map_b } else { map_b_edge };
                 for i in work.kb_begin..work.kb_end {
                     // The consumers count slices, not K: they do not see the order.
@@ -718,33 +796,34 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     let k0 = kb * BK;
                     mbarrier::wait(empty(s), write.phase);
                     mbarrier::arrive_expect_tx(full(s), stage_bytes);
-                    let a_dst = base + smem_plan.a_stage(s);
-                    if a_mn {
-                        for i in 0..T::BM / SPAN {
-                            if m0 + i * SPAN < args.m {
-                                tma::load_3d(a_dst + i * a_box.bytes(), map_a, (m0 + i * SPAN) as i32, k0 as i32, z, full(s));
-                            }
-                        }
-                    } else if m0 < args.m {
-                        tma::load_3d(a_dst, a_map, k0 as i32, m0 as i32, z, full(s));
-                    }
-                    // This CTA's share of B lands at the same offset in every CTA of the cluster.
-                    let b_dst = base + smem_plan.b_stage(s) + rank * b_share * BK * 2;
-                    let load_b = |dst, map, x: u32, y: u32| {
-                        if T::CLUSTER > 1 {
+                    // This CTA's share of the shared operand lands at the same offset in every CTA
+                    // of the cluster.
+                    let load = |dst, map, x: u32, y: u32, shared: bool| {
+                        if shared && T::CLUSTER > 1 {
                             tma::load_3d_multicast(dst, map, x as i32, y as i32, z, full(s), (1u16 << T::CLUSTER) - 1);
                         } else {
                             tma::load_3d(dst, map, x as i32, y as i32, z, full(s));
                         }
                     };
+                    let a_dst = base + smem_plan.a_stage(s) + if T::ALONG_N { rank * a_share * BK * 2 } else { 0 };
+                    if a_mn {
+                        for i in 0..T::BM / SPAN {
+                            if m0 + i * SPAN < args.m {
+                                load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k0, false);
+                            }
+                        }
+                    } else if m < args.m {
+                        load(a_dst, a_map, k0, m, T::ALONG_N);
+                    }
+                    let b_dst = base + smem_plan.b_stage(s) + if T::ALONG_N { 0 } else { rank * b_share * BK * 2 };
                     if b_mn {
                         for i in 0..b_share / SPAN {
                             if n + i * SPAN < args.n {
-                                load_b(b_dst + i * b_box.bytes(), map_b, n + i * SPAN, k0);
+                                load(b_dst + i * b_box.bytes(), map_b, n + i * SPAN, k0, true);
                             }
                         }
                     } else if n < args.n {
-                        load_b(b_dst, b_map, k0, n);
+                        load(b_dst, b_map, k0, n, !T::ALONG_N);
                     }
                     write.advance();
                 }
