@@ -439,12 +439,13 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     kernels
         .filter_map(|s| {
             let kop = for_kernel(s, op).0;
-            // A tile without a cluster reads its own B: where M takes more than one row of them
-            // and N more than one column, pairs sharing B win even with half their rows idle
-            // (96×8192×8192 on the H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of
-            // 64×128). With one column, B is a few rows that every tile reads from L2.
-            let shares_b = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-            // On a tie between the lean tile and its column-major twin, the form of the call
+            // A tile without a cluster reads all of its operands itself: where M takes more than
+            // one row of them and N more than one column, pairs sharing one (B, or A for the
+            // twins) win even with half their tiles idle (96×8192×8192 on the H200: 0.64× cuBLAS
+            // for 64×64 tiles, 0.93× for pairs of 64×128). With one column, B is a few rows that
+            // every tile reads from L2.
+            let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
+            // On a tie between the lean tile and its column-major form, the form of the call
             // whose M (the side pairs stack along) is the shorter: measured 3.6–8% faster at
             // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
             // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
@@ -471,7 +472,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave()),
                 _ => false,
             };
-            (s.general && shares_b && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
+            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
         })
         .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
         .map(|(_, _, s)| s)
@@ -507,11 +508,15 @@ const TWIN: f64 = 0.85;
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     if s.cluster_along_n {
-        // The twin pairs: 0.78–0.9 pick the faster entry on each of the 28 shapes measured
-        // against them (twenty-fourth session: 8192×160×8192 twin80 1.00× cuBLAS against the trim
-        // tile's 0.88×, 8192×208×8192 twin112 1.04× against square pairs' 0.90×; at M = 16384
-        // the pairs along M of larger tiles, one wave where twins take two: 16384×160×4096
-        // midtrim 0.99× against twin80 0.97×, 16384×192×4096 mid 1.00× against twin96 0.95×).
+        // The twin pairs: 0.85 picks the faster entry at 37 of the 38 shapes measured against
+        // them (twenty-fourth session: 8192×160×8192 twin80 1.00× cuBLAS against the trim tile's
+        // 0.88×, 8192×208×8192 twin112 1.04× against square pairs' 0.90×; at M = 16384 the pairs
+        // along M of larger tiles, one wave where twins take two: 16384×160×4096 midtrim 0.99×
+        // against twin80 0.97×, 16384×192×4096 mid 1.00× against twin96 0.95×), and so does
+        // anything from 0.845 to 0.89; below, 224×2048×8192 goes back to slim pairs (1.22×
+        // against 1.38×), from 0.9 ties move 16384×152×8192 to the twins. The one no value
+        // catches with the others: 6144×208×4096, lean tiles written column-major 0.95× against
+        // 0.91× for the twins, split.
         return TWIN;
     }
     match (s.tile_m, s.tile_n) {
@@ -858,9 +863,9 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(1152, 600, 8192), "hopper_v7_slim_kk");
-        // Ties between the lean tile and its twin go to the form whose M is the shorter; the mid
-        // tile's keep the first entry (twelfth session: 4096×320×4096 0.88× cuBLAS written
-        // column-major against 0.82×; the mid tile's ties went both ways).
+        // Ties between the lean tile and its column-major form go to the form whose M is the
+        // shorter; the mid tile's keep the first entry (twelfth session: 4096×320×4096 0.88×
+        // cuBLAS written column-major against 0.82×; the mid tile's ties went both ways).
         for (m, n, k) in [(4096, 384, 4096), (2048, 768, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_lean_kk_cm", "{m}x{n}x{k}");
         }
@@ -877,7 +882,7 @@ mod tests {
         assert_eq!(name(224, 8192, 8192), "hopper_v7_twin112_kk_cm");
         // Where twin pairs take two waves, pairs along M of larger tiles take one (measured
         // against them: 16384×160×4096 0.99× for mid tiles trimmed to 160 columns against 0.97×,
-        // 16384×152×8192 0.96× against 0.90×; thirteenth session against mid tiles:
+        // 16384×152×8192 0.96× against 0.94×; thirteenth session against mid tiles:
         // 16384×144×4096 0.95× against 0.87×, 16384×160×5120 0.98× against 0.90×,
         // 160×28672×8192 0.94× against 0.85× written column-major). There is no twin pair 64
         // wide: it beat slim pairs at 8192×128×8192 (0.98× against 0.94×), but lost to lean
@@ -890,12 +895,16 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(16384, 192, 4096), "hopper_v7_mid_kk");
+        // At 14336 the two measured level (14336×160×4096 0.883–0.887 against 0.887–0.890,
+        // 144×14336×4096 0.833 against 0.828); the model takes the twins.
+        assert_eq!(name(14336, 160, 4096), "hopper_v7_twin80_kk");
+        assert_eq!(name(144, 14336, 4096), "hopper_v7_twin80_kk_cm");
         assert_eq!(name(8192, 128, 8192), "hopper_v7_slim_kk");
         assert_eq!(name(12288, 128, 4096), "hopper_v7_lean_kk_cm");
         // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
         // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×
         // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
-        // for mid tiles); at 8192 split square tiles stay.
+        // for mid tiles); at 8192 twin pairs (above).
         for (m, n, k) in [(16384, 208, 4096), (32768, 224, 4096), (16384, 200, 5120), (14336, 208, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
         }

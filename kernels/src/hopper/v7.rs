@@ -29,12 +29,13 @@
 //!   C (16×14336×4096: 0.96× cuBLAS against 0.93× for thin tiles); [`Narrow96`] is 96 wide, for
 //!   M or N from 65 to 96 (96×14336×4096: 0.96× against 0.90× for lean pairs). The host picks by
 //!   the number of waves each shape needs.
-//! - **Tiles side by side**: a tile that 64-column staging boxes do not divide (160, 224, 96)
-//!   ends on a box moved back to end with it, overlapping the box before, in v6's epilogue; the
+//! - **Tiles side by side**: a tile that 64-column staging boxes do not divide (160, 224, 96, and
+//!   the twins' 80, 96 and 112) ends on a box moved back to end with it, overlapping the box
+//!   before, in v6's epilogue (a twin pair's two tiles always sit side by side); the
 //!   trimmed tiles then run two columns of tiles for M or N of 257–320 and 385–448, where the
 //!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×), and the
 //!   160-column tiles four for 513–640 (600×8192×8192: 0.91× against 0.77×).
-//! - **C column-major** (the `_cm` entries of the lean, mid, trimmed and narrow tiles): the epilogue
+//! - **C column-major** (the `_cm` entries of the lean, mid, trimmed, narrow and twin tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
 //!   Cᵀ = B·Aᵀ, so that a small M becomes the tile's 160, 192 or 224 columns, where every
@@ -42,8 +43,8 @@
 //!   (lean; 0.88× trim), 320×8192×8192 0.78× → 0.85× (mid: one wave of pairs where the lean tile
 //!   takes two). TMA writes all of C (C's contiguous dimension a multiple of 8; the host keeps
 //!   other calls off these entries).
-//! - **Edge maps**: the CTAs whose rows of a K-major A (share of B's rows) cross M (N) load them
-//!   through a second tensor map whose box ends there, and CTAs wholly past M (N) load nothing,
+//! - **Edge maps**: the CTAs whose share of a K-major A's (B's) rows crosses M (N) load it
+//!   through a second tensor map whose box ends there, and shares wholly past M (N) are not loaded,
 //!   where whole boxes would make TMA fill the rows past the end with zeros, which costs more
 //!   than loading them ([`crate::spec::KernelSpec::a_edge_box`]). Fitting the box where M < a
 //!   tile took 16×14336×4096 from 0.68× to 0.92× cuBLAS; edge maps for every last tile row and
@@ -157,7 +158,7 @@ pub trait Tile {
     const CONSUMERS: u32;
     const BM: u32 = 64 * Self::CONSUMERS;
     const BN: u32;
-    /// CTAs per cluster, stacked along M; they split B and multicast it.
+    /// CTAs per cluster, stacked along M; they split B and multicast it (unless `ALONG_N`).
     const CLUSTER: u32;
     /// The cluster's CTAs sit side by side along N instead, and split A and multicast it.
     const ALONG_N: bool = false;
@@ -257,6 +258,8 @@ pub struct Slim;
 /// 192 wide, as the entry that writes C column-major (`_cm`), where the operands trade places
 /// and M is the tile's 192 columns (160×8192: 128 of these against 64 square pairs that compute
 /// 256 rows), and as a plain entry for N from 129 to 192. K-major A and B only, as [`Mid`].
+/// (`auto` runs [`Twin80`] and [`Twin96`] pairs for most of those outputs now; the lean tile
+/// keeps others, such as 384×4096×4096.)
 pub struct Lean;
 /// 64×160 with one consumer, clusters of two, 6 stages: the lean tile trimmed to 160 columns,
 /// for outputs 129 to 160 wide (or, written column-major, tall), which the lean tile covers with
@@ -266,7 +269,8 @@ pub struct Lean;
 /// at M of 4096 or less (2048×320×4096: 1.04× cuBLAS against 0.82× for slim pairs), four for
 /// 513 to 640 where that is one wave of whole tiles (2048×640×4096: 0.95× against 0.86× for
 /// square pairs). With alpha
-/// and beta the entry takes one column of tiles ([`KernelSpec::takes_one_column`]).
+/// and beta the entry takes one column of tiles ([`KernelSpec::takes_one_column`]). (For one
+/// column at large M or N `auto` runs [`Twin80`] pairs now.)
 pub struct Trim;
 /// 128×160 with two consumers, clusters of two, 4 stages: the mid tile trimmed to 160 columns,
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
@@ -550,10 +554,10 @@ const fn partial_bytes<T: Tile>() -> u32 {
 const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) -> KernelSpec {
     // An N-major B arrives in boxes 64 wide along N, so each CTA's share of B must be whole boxes
     // (the mid tile's 96 rows are not: it takes a K-major B only).
-    assert!(!b_mn || (!T::ALONG_N && (T::BN / T::CLUSTER).is_multiple_of(SPAN)), "B's share per CTA is not whole 64-wide boxes");
-    // Operands in MN-major pieces are shared along M only.
-    assert!(!a_mn || !T::ALONG_N, "A is shared along N only K-major");
-    KernelSpec {
+    // Pairs along N take K-major operands only: their shares of A would have to be whole pieces.
+    assert!(!T::ALONG_N || !(a_mn || b_mn), "pairs along N take K-major A and B only");
+    assert!(!b_mn || (T::BN / T::CLUSTER).is_multiple_of(SPAN), "B's share per CTA is not whole 64-wide boxes");
+    let s = KernelSpec {
         name,
         family: Family::Hopper,
         version: 7,
@@ -577,7 +581,11 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) 
         stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes::<T>(), spread: T::SPREAD }),
         dependent_launch: true,
         holds_tile: T::HOLD,
-    }
+    };
+    // A K-major operand's box is a CTA's share, which the edge maps and the byte counts assume.
+    assert!(a_mn || s.a_box.outer == s.a_share_rows(), "A's box is not a CTA's share of A");
+    assert!(b_mn || s.b_box.outer == s.b_share_rows(), "B's box is not a CTA's share of B");
+    s
 }
 
 /// The ladder's v7: wide tiles, A and B K-major (C = A·Bᵀ, both row-major).
@@ -809,7 +817,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     if a_mn {
                         for i in 0..T::BM / SPAN {
                             if m0 + i * SPAN < args.m {
-                                load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k0, false);
+                                load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k0, T::ALONG_N);
                             }
                         }
                     } else if m < args.m {
@@ -819,7 +827,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                     if b_mn {
                         for i in 0..b_share / SPAN {
                             if n + i * SPAN < args.n {
-                                load(b_dst + i * b_box.bytes(), map_b, n + i * SPAN, k0, true);
+                                load(b_dst + i * b_box.bytes(), map_b, n + i * SPAN, k0, !T::ALONG_N);
                             }
                         }
                     } else if n < args.n {
