@@ -187,16 +187,16 @@ impl KernelSpec {
         if self.cluster_along_n { self.tile_n * self.cluster } else { self.tile_n }
     }
 
-    /// Rows of A each CTA of a cluster loads per K slice: its share of the tile's, multicast to
-    /// the cluster, where the cluster lies along N; otherwise the whole tile's, for itself.
+    /// Rows of A each CTA of a cluster loads per K slice ([`share_rows`]): A is shared where
+    /// the cluster lies along N.
     pub const fn a_share_rows(&self) -> u32 {
-        if self.cluster_along_n { self.tile_m / self.cluster } else { self.tile_m }
+        share_rows(self.tile_m, self.cluster, self.cluster_along_n)
     }
 
-    /// Rows of B each CTA loads per K slice: its share of the tile's, multicast, where the
-    /// cluster lies along M; otherwise the whole tile's.
+    /// Rows of B each CTA loads per K slice ([`share_rows`]): B is shared where the cluster lies
+    /// along M.
     pub const fn b_share_rows(&self) -> u32 {
-        if self.cluster_along_n { self.tile_n } else { self.tile_n / self.cluster }
+        share_rows(self.tile_n, self.cluster, !self.cluster_along_n)
     }
 
     /// Whether the epilogue's last staging box reaches past the tile's columns: a tile narrower
@@ -303,6 +303,14 @@ impl KernelSpec {
             None => None,
         }
     }
+}
+
+/// Rows of a tile's operand (`rows` of them per tile) that each CTA of a `cluster` loads per K
+/// slice: where the cluster shares the operand (`shared`), its share, multicast to the cluster;
+/// otherwise all of them, for itself. Kernels size their boxes by it, and the edge maps and the
+/// bytes a stage expects follow from it.
+pub const fn share_rows(rows: u32, cluster: u32, shared: bool) -> u32 {
+    if shared { rows / cluster } else { rows }
 }
 
 /// Byte offsets, from the dynamic shared-memory base (1024-byte aligned), of what a kernel keeps
