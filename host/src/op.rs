@@ -462,10 +462,21 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
             // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
             // for wide tiles).
-            let one_whole_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).is_some_and(|sk| sk.units <= sk.workers && !(kop.stream_k && sk.splits()));
+            //
+            // Twin pairs in several columns of pairs wherever they fill at most one wave, split by K
+            // or not, and share the larger operand (twenty-fifth session, forced against what
+            // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs, 384×4096×4096
+            // 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87× for trim
+            // tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs: faster in both
+            // rounds at 27 of 32 shapes, slower in both at one, 3072×448×4096, split, 0.92× against
+            // 0.96× for lean tiles, whole; the rest calls of 4–20 µs whose rounds disagreed).
+            // In two waves, pairs along M of tiles twice the size fill one (8192×320×8192: 0.97×
+            // against 1.02× for the mid tile trimmed); where A is the smaller operand, the pair
+            // would share the one that stays in L2.
+            let one_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).filter(|sk| sk.units <= sk.workers);
+            let one_whole_wave = || one_wave().is_some_and(|sk| !(kop.stream_k && sk.splits()));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                // Twin pairs (side by side along N): one column of pairs, as measured.
-                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize,
+                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave().is_some()),
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -821,15 +832,16 @@ mod tests {
         for (m, n, k) in [(8192, 320, 8192), (8192, 288, 8192), (16384, 320, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
         }
-        // Where the mid tile trimmed so would leave pairs idle, the trim tile side by side
-        // (2048×320×4096: 1.07× against 0.92× and 0.83× for slim pairs); and from 385 to 448
-        // the wide tile trimmed to 224 in two columns (8192×448×8192 1.01× against 0.90× for
-        // wide tiles, 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
-        assert_eq!(name(2048, 320, 4096), "hopper_v7_trim_kk");
-        for (m, n) in [(1024, 320), (1024, 288)] {
-            assert_eq!(name(m, n, 8192), "hopper_v7_trim_kk", "{m}x{n}x8192");
+        // Where the mid tile trimmed so would leave pairs idle, twin pairs in two columns of
+        // pairs, one wave (twenty-fifth session: 2048×320×4096 1.09× against 1.04× for the trim
+        // tile side by side, which had taken it from slim pairs, 0.83×; 3072×320×8192 1.00×
+        // against the mid tile trimmed's 0.97×; 1024×320×8192, a call of 10 µs, 1.07× and 0.93×
+        // against the trim tile's 1.06× and 1.00×); and from 385 to 448 the wide tile trimmed
+        // to 224 in two columns (8192×448×8192 1.01× against 0.90× for wide tiles,
+        // 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
+        for (m, n, k) in [(2048, 320, 4096), (3072, 320, 8192), (1024, 320, 8192), (1024, 288, 8192), (3000, 320, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_twin80_kk", "{m}x{n}x{k}");
         }
-        assert_eq!(name(3000, 320, 8192), "hopper_v7_midtrim_kk");
         for (m, n, k) in [(8192, 448, 8192), (16384, 416, 4096), (8192, 400, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
         }
@@ -852,24 +864,32 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
-        // At M = 2048 the trim tile in four columns, one whole wave (2048×640×4096 0.95× against
-        // 0.86× for square pairs, 600×2048×4096 0.90× against 0.81× for slim pairs,
-        // 640×2048×8192 0.90× against 0.87× for the mid tile trimmed, split); not where its
-        // schedule would split, which was not measured (1152×600×8192: slim pairs stay).
-        for (m, n, k) in [(2048, 520, 4096), (2048, 640, 4096)] {
-            assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
+        // At M = 2048, twin pairs in four columns of pairs, one whole wave, where the trim tile
+        // in four columns had beaten square and slim pairs (twenty-fifth session: 2048×640×4096
+        // 1.00× against the trim tile's 0.91×, 640×2048×4096 0.98× against 0.88×); and split
+        // (1536×448×8192, three columns, 0.85× against 0.77× for square pairs; 1152×600×8192,
+        // four, not measured, from slim pairs).
+        for (m, n, k) in [(2048, 520, 4096), (2048, 640, 4096), (1152, 600, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_twin80_kk", "{m}x{n}x{k}");
         }
         for (m, n, k) in [(600, 2048, 4096), (640, 2048, 8192)] {
-            assert_eq!(name(m, n, k), "hopper_v7_trim_kk_cm", "{m}x{n}x{k}");
+            assert_eq!(name(m, n, k), "hopper_v7_twin80_kk_cm", "{m}x{n}x{k}");
         }
-        assert_eq!(name(1152, 600, 8192), "hopper_v7_slim_kk");
-        // Ties between the lean tile and its column-major form go to the form whose M is the
-        // shorter; the mid tile's keep the first entry (twelfth session: 4096×320×4096 0.88×
-        // cuBLAS written column-major against 0.82×; the mid tile's ties went both ways).
+        // Twin pairs 96 wide where lean tiles, whole, had won ties (4096×384×4096 1.00× against
+        // 0.99×, 384×4096×4096 1.00× against 0.91×, 2048×768×4096 1.02× against 0.99×).
         for (m, n, k) in [(4096, 384, 4096), (2048, 768, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_twin96_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(384, 4096, 4096), "hopper_v7_twin96_kk_cm");
+        // Ties between the lean tile and its column-major form go to the form whose M is the
+        // shorter; the mid tile's keep the first entry (ninth session: 1536×1024×4096 and
+        // 3072×512×4096 faster written column-major; twelfth: 3.6–8% at 4096×288…384×4096,
+        // twin pairs' now; the mid tile's ties went both ways). Twin pairs would share the
+        // smaller operand there.
+        for (m, n, k) in [(1536, 1024, 4096), (3072, 512, 4096)] {
             assert_eq!(name(m, n, k), "hopper_v7_lean_kk_cm", "{m}x{n}x{k}");
         }
-        assert_eq!(name(384, 4096, 4096), "hopper_v7_lean_kk");
+        assert_eq!(name(1024, 1536, 4096), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
         // N from 129 to 224 where pairs of the twin tiles (tiles side by side along N, sharing A)
         // make at most a wave or need a split: A is the operand read from DRAM, and the pair
