@@ -463,20 +463,22 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
             // for wide tiles).
             //
-            // Twin pairs in several columns of pairs wherever they fill at most one wave, split by K
-            // or not, and share the larger operand (twenty-fifth session, forced against what
-            // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs, 384×4096×4096
-            // 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87× for trim
-            // tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs: faster in both
-            // rounds at 27 of 32 shapes, slower in both at one, 3072×448×4096, split, 0.92× against
-            // 0.96× for lean tiles, whole; the rest calls of 4–20 µs whose rounds disagreed).
-            // In two waves, pairs along M of tiles twice the size fill one (8192×320×8192: 0.97×
-            // against 1.02× for the mid tile trimmed); where A is the smaller operand, the pair
-            // would share the one that stays in L2.
+            // Twin pairs in several columns of pairs wherever they fill at most one wave, share the
+            // larger operand, and, split by K, give each pair at least half a unit (within a K
+            // block), so that no unit is cut in three. Twenty-fifth session, forced against what
+            // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs,
+            // 384×4096×4096 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87×
+            // for trim tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs; of the 55
+            // shapes measured that this takes, faster in both rounds at 44, slower in both at 4
+            // (3072×448×4096, split, 0.92× against 0.96× for lean tiles, whole; 768×1024×8192
+            // −1%). Shares under half a unit lost at 4 of 7 (1024×448×4096 0.82× against 0.91×
+            // for slim pairs). In two waves, pairs along M of tiles twice the size fill one
+            // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
+            // smaller operand, the pair would share the one that stays in L2.
             let one_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).filter(|sk| sk.units <= sk.workers);
             let one_whole_wave = || one_wave().is_some_and(|sk| !(kop.stream_k && sk.splits()));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave().is_some()),
+                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave().is_some_and(|sk| !(kop.stream_k && sk.splits()) || sk.share + 1 >= sk.num_kb.div_ceil(2))),
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -835,13 +837,18 @@ mod tests {
         // Where the mid tile trimmed so would leave pairs idle, twin pairs in two columns of
         // pairs, one wave (twenty-fifth session: 2048×320×4096 1.09× against 1.04× for the trim
         // tile side by side, which had taken it from slim pairs, 0.83×; 3072×320×8192 1.00×
-        // against the mid tile trimmed's 0.97×; 1024×320×8192, a call of 10 µs, 1.07× and 0.93×
-        // against the trim tile's 1.06× and 1.00×); and from 385 to 448 the wide tile trimmed
-        // to 224 in two columns (8192×448×8192 1.01× against 0.90× for wide tiles,
-        // 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
-        for (m, n, k) in [(2048, 320, 4096), (3072, 320, 8192), (1024, 320, 8192), (1024, 288, 8192), (3000, 320, 8192)] {
+        // against the mid tile trimmed's 0.97×), but not where their shares would be under half
+        // a unit: the trim tile side by side at 1024×320×8192 (1.06× and 1.00× against the
+        // twins' 1.07× and 0.93×) and at 1536×320×8192 (0.89× against 0.87×); and from 385 to 448
+        // the wide tile trimmed to 224 in two columns (8192×448×8192 1.01× against 0.90× for
+        // wide tiles, 448×8192×8192 1.09× against 0.97×, 8192×400×8192 0.91× against 0.81×).
+        for (m, n, k) in [(2048, 320, 4096), (3072, 320, 8192), (3000, 320, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_twin80_kk", "{m}x{n}x{k}");
         }
+        for (m, n) in [(1024, 320), (1024, 288), (1536, 320)] {
+            assert_eq!(name(m, n, 8192), "hopper_v7_trim_kk", "{m}x{n}x8192");
+        }
+        assert_eq!(name(1024, 448, 4096), "hopper_v7_slim_kk");
         for (m, n, k) in [(8192, 448, 8192), (16384, 416, 4096), (8192, 400, 8192)] {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
         }

@@ -21,7 +21,8 @@
 //!   [`Twin112`] are 128 rows by 80, 96 or 112 columns in pairs that lie along N instead and
 //!   share A ([`Tile::ALONG_N`]): for N of 129–224 at large M, where A is the operand read from
 //!   DRAM and B stays in L2 (8192×160×8192: 1.00× cuBLAS against 0.88× for the trim tile;
-//!   cuBLAS's design there). For M ≤ 64, where half of a slim
+//!   cuBLAS's design there), and in several columns of pairs where they fill one wave
+//!   (4096×448×4096: 1.02× against 0.88× for square pairs). For M ≤ 64, where half of a slim
 //!   pair would compute rows past M, and for N ≤ 64, [`Thin`] is 64×64 with no cluster
 //!   (64×4096×4096: 1.00× cuBLAS against 0.86× for slim pairs). For M ≤ 32 at large N,
 //!   [`Narrow32`] and [`Narrow16`] are thin tiles 32 and 16 columns wide in pairs, written
@@ -125,15 +126,15 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, twenty-fourth session's final run, paired with
-//! cuBLAS in one process): 699 TFLOP/s, 1.053× cuBLAS (v6: 1.012×); the same kernel as `auto`
-//! and `direct` read 1.050× and 1.053×, and 1.037× in the sweep. The twenty-third session's
-//! final run read 1.030, 1.038, 1.028 and 1.048, its first call 1.068, 1.033 and 1.044; the
-//! twenty-second session's final run read
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-fifth session's final run, paired with
+//! cuBLAS in one process): 699 TFLOP/s, 1.044× cuBLAS (v6: 1.009×); the same kernel as `auto`
+//! and `direct` read 1.040× and 1.045×, and 1.030× in the sweep. The twenty-fourth session's
+//! final run read 1.053, 1.050, 1.053 and 1.037, the twenty-third's 1.030, 1.038, 1.028 and
+//! 1.048, its first call 1.068, 1.033 and 1.044; the twenty-second session's final run read
 //! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
 //! session's card read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor
 //! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric
-//! mean: 1.015 in the final run.
+//! mean: 1.011 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
