@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::launch::LaunchShape;
 use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
+use hgemm_kernels::sched::StreamK;
 use hgemm_kernels::spec::{KernelSpec, Major};
 
 /// Storage order of a matrix in memory.
@@ -476,9 +477,11 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
             // smaller operand, the pair would share the one that stays in L2.
             let one_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).filter(|sk| sk.units <= sk.workers);
-            let one_whole_wave = || one_wave().is_some_and(|sk| !(kop.stream_k && sk.splits()));
+            let whole = |sk: StreamK| !(kop.stream_k && sk.splits());
+            let one_whole_wave = || one_wave().is_some_and(whole);
+            let one_wave_in_halves = || one_wave().is_some_and(|sk| whole(sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave().is_some_and(|sk| !(kop.stream_k && sk.splits()) || sk.share + 1 >= sk.num_kb.div_ceil(2))),
+                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves()),
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
