@@ -435,7 +435,10 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         // and moves nothing else of `hgemm plan`'s grid but their transposes; 1.05 would take
         // 3000×320×8192 from the mid tile trimmed, not measured.
         let side_by_side = if (s.tile_m, s.tile_n) == TRIM && op.n as u32 > s.tile_n { TRIM_SIDE_BY_SIDE } else { 1.0 };
-        waves * between_tiles * area / (tile_efficiency(s) * side_by_side)
+        // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
+        // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
+        let rate = if s.cluster_along_n && op.m as u32 <= s.tile_m && op.n as u32 > s.unit_n() { ONE_ROW_TWIN } else { tile_efficiency(s) };
+        waves * between_tiles * area / (rate * side_by_side)
     };
     kernels
         .filter_map(|s| {
@@ -475,13 +478,22 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // −1%). Shares under half a unit lost at 4 of 7 (1024×448×4096 0.82× against 0.91×
             // for slim pairs). In two waves, pairs along M of tiles twice the size fill one
             // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
-            // smaller operand, the pair would share the one that stays in L2.
+            // smaller operand, the pair would share the one that stays in L2, except in one row of
+            // pairs (M ≤ 128 in the kernel's form), where every tile reads each operand once:
+            // there twins as large as the lean tile or larger run wherever their units are whole,
+            // at `ONE_ROW_TWIN` (cuBLAS's design at 128×14336×4096, `…_112x128_64x7_2x1`:
+            // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
+            // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
+            // measured there).
             let one_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).filter(|sk| sk.units <= sk.workers);
             let whole = |sk: StreamK| !(kop.stream_k && sk.splits());
             let one_whole_wave = || one_wave().is_some_and(whole);
             let one_wave_in_halves = || one_wave().is_some_and(|sk| whole(sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
+            let whole_units = || s.schedule(&kop.shape_args(), sms / s.cluster).is_some_and(whole);
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves()),
+                _ if s.cluster_along_n => {
+                    kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves()) || (kop.m <= s.tile_m as usize && s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && whole_units())
+                }
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -520,6 +532,17 @@ const NARROW96: (u32, u32) = (64, 96);
 
 /// The twin pairs' rate (`tile_efficiency`).
 const TWIN: f64 = 0.85;
+/// The twin pairs' rate in one row of pairs and several columns (`choose`): just under the lean
+/// tile's, so that where both make the same whole wave the lean pairs keep it (twenty-fifth
+/// session: 128×12288×4096 lean 1.01× cuBLAS against twin96 0.98×, 128×11008×4096 level at
+/// 0.93×), while whole twins take what lean or square pairs split (128×14336×4096 twin112 1.02×
+/// against lean 0.92×, 14336×128×4096 1.00× against square pairs' 0.90×). 0.76–0.77 pick the
+/// faster entry at 12 of the 14 shapes measured; the two missed keep what `auto` ran before
+/// (96×12288×1024: twin96 1.08× against 64×96 pairs' 0.96×, split; 128×22016×1024 1.02× against
+/// lean 0.99×).
+const ONE_ROW_TWIN: f64 = 0.77;
+/// The lean tile's rate (`tile_efficiency`).
+const LEAN_RATE: f64 = 0.78;
 
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
@@ -539,7 +562,7 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
         // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
         // 0.816 against mid 0.765).
-        LEAN => 0.78,
+        LEAN => LEAN_RATE,
         // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
         // 0.70 and 0.80 each miss one (thirteenth session: 144×14336×4096 trim 0.83× cuBLAS
         // against mid 0.78×, 16384×144×4096 mid 0.875× against trim 0.85×).
@@ -931,6 +954,18 @@ mod tests {
         assert_eq!(name(144, 14336, 4096), "hopper_v7_twin80_kk_cm");
         assert_eq!(name(8192, 128, 8192), "hopper_v7_slim_kk");
         assert_eq!(name(12288, 128, 4096), "hopper_v7_lean_kk_cm");
+        // One row of twin pairs 112 wide at M ≤ 128, whole, where lean or square pairs split
+        // (twenty-fifth session: 128×14336×4096 1.02× against 0.92×, 112×14336×4096 0.96×
+        // against 0.87–0.89×, 14336×128×4096 1.00× against 0.90×, 128×28672×8192 1.00× against
+        // 0.98×; 128×14336×1024 1.06× against whole slim pairs' 1.05×); not where lean pairs
+        // make the same whole wave (128×12288×4096: 1.01× against
+        // 0.98× for twin96), nor split (128×8192×8192: slim pairs 0.99× against twin112's 0.93×).
+        for (m, n, k) in [(128, 14336, 4096), (112, 14336, 4096), (128, 28672, 8192), (128, 14336, 1024)] {
+            assert_eq!(name(m, n, k), "hopper_v7_twin112_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(14336, 128, 4096), "hopper_v7_twin112_kk_cm");
+        assert_eq!(name(128, 12288, 4096), "hopper_v7_lean_kk");
+        assert_eq!(name(128, 8192, 8192), "hopper_v7_slim_kk");
         // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
         // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×
         // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
