@@ -406,11 +406,11 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured).
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    // `op` is the call in `s`'s form.
-    let cost = |s: &KernelSpec, op: &GemmOp| {
+    // `op` is the call in `s`'s form, `sched` its schedule.
+    let cost = |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
-        let waves = match s.schedule(&args, sms / s.cluster).filter(|_| op.stream_k) {
+        let waves = match sched.filter(|_| op.stream_k) {
             // With stream-K the last wave may be split: count it in K blocks, and a split
             // schedule 6% longer than its path (split units lose their L2 reuse and wait for
             // fix-ups: on the H200, split 128×256 tiles that the path put up to 4% ahead of
@@ -437,7 +437,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let side_by_side = if (s.tile_m, s.tile_n) == TRIM && op.n as u32 > s.tile_n { TRIM_SIDE_BY_SIDE } else { 1.0 };
         // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
         // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
-        let rate = if s.cluster_along_n && op.m as u32 <= s.tile_m && op.n as u32 > s.unit_n() { ONE_ROW_TWIN } else { tile_efficiency(s) };
+        let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
     kernels
@@ -485,25 +485,30 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
             // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
             // measured there).
-            let one_wave = || s.schedule(&kop.shape_args(), sms / s.cluster).filter(|sk| sk.units <= sk.workers);
-            let whole = |sk: StreamK| !(kop.stream_k && sk.splits());
-            let one_whole_wave = || one_wave().is_some_and(whole);
-            let one_wave_in_halves = || one_wave().is_some_and(|sk| whole(sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
-            let whole_units = || s.schedule(&kop.shape_args(), sms / s.cluster).is_some_and(whole);
+            let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
+            let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
+            let one_wave = sched.filter(|sk| sk.units <= sk.workers);
+            let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
+            let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                _ if s.cluster_along_n => {
-                    kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves()) || (kop.m <= s.tile_m as usize && s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && whole_units())
-                }
+                _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
+                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves),
                 _ if !s.shifted_last_box() => true,
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
-                4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave()),
+                4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
                 _ => false,
             };
-            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop), shorter_m, s))
+            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop, sched), shorter_m, s))
         })
         .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
         .map(|(_, _, s)| s)
+}
+
+/// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several
+/// columns, where every tile reads each operand once (see `choose`).
+fn one_row_of_twins(spec: &KernelSpec, op: &GemmOp) -> bool {
+    spec.cluster_along_n && op.m <= spec.tile_m as usize && op.n > spec.unit_n() as usize
 }
 
 /// What a split schedule costs beyond its path, as a factor (see `choose`).
@@ -958,14 +963,13 @@ mod tests {
         // (twenty-fifth session: 128×14336×4096 1.02× against 0.92×, 112×14336×4096 0.96×
         // against 0.87–0.89×, 14336×128×4096 1.00× against 0.90×, 128×28672×8192 1.00× against
         // 0.98×; 128×14336×1024 1.06× against whole slim pairs' 1.05×); not where lean pairs
-        // make the same whole wave (128×12288×4096: 1.01× against
-        // 0.98× for twin96), nor split (128×8192×8192: slim pairs 0.99× against twin112's 0.93×).
+        // make the same whole wave (128×12288×4096: 1.01× against 0.98× for twin96), nor split
+        // (128×8192×8192, slim pairs above: 0.99× against twin112's 0.93×).
         for (m, n, k) in [(128, 14336, 4096), (112, 14336, 4096), (128, 28672, 8192), (128, 14336, 1024)] {
             assert_eq!(name(m, n, k), "hopper_v7_twin112_kk", "{m}x{n}x{k}");
         }
         assert_eq!(name(14336, 128, 4096), "hopper_v7_twin112_kk_cm");
         assert_eq!(name(128, 12288, 4096), "hopper_v7_lean_kk");
-        assert_eq!(name(128, 8192, 8192), "hopper_v7_slim_kk");
         // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
         // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×
         // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
