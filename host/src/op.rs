@@ -434,7 +434,11 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         // 1024×320×8192 0.94–1.04× cuBLAS against 0.83–0.86×, 1024×288×8192 0.99× against 0.89×)
         // and moves nothing else of `hgemm plan`'s grid but their transposes; 1.05 would take
         // 3000×320×8192 from the mid tile trimmed, not measured.
-        let side_by_side = if (s.tile_m, s.tile_n) == TRIM && op.n as u32 > s.tile_n { TRIM_SIDE_BY_SIDE } else { 1.0 };
+        let side_by_side = match (s.tile_m, s.tile_n) {
+            TRIM if op.n as u32 > s.tile_n => TRIM_SIDE_BY_SIDE,
+            MID_TRIM if op.n as u32 > 4 * s.tile_n => MID_TRIM_MANY_COLUMNS,
+            _ => 1.0,
+        };
         // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
         // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
@@ -485,11 +489,21 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
             // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
             // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
             // measured there).
+            //
+            // The 160-column tiles also in five columns or more, where they make at most two waves
+            // of whole tiles at a K no shorter than the rates were fitted at (twenty-sixth
+            // session, forced against what `auto` ran, two rounds: 512×5120×8192 1.02× cuBLAS
+            // against 0.92× for wide tiles split, 10240×256×4096 0.98× against 0.83× for square
+            // pairs split, 256×5120×4096 0.97× against 0.88× for the same, as trim tiles; faster
+            // in both rounds at 38 of 39 shapes at K ≥ 4096, level at 896×2560×8192). At
+            // K = 1024 they lost at 3 of 6 (640×3072×1024: 0.82–0.85× against slim pairs'
+            // 0.97–1.02×).
             let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
             let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
             let one_wave = sched.filter(|sk| sk.units <= sk.workers);
             let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
             let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
+            let up_to_two_whole_waves = sched.is_some_and(|sk| whole(&sk) && sk.units <= 2 * sk.workers && sk.num_kb as f64 >= CALIBRATED_KB);
             let columns = match kop.n.div_ceil(s.tile_n as usize) {
                 _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
                 _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves),
@@ -497,6 +511,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 1 => true,
                 2 => (s.tile_m, s.tile_n) != NARROW96,
                 4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
+                5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
                 _ => false,
             };
             (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop, sched), shorter_m, s))
@@ -532,6 +547,13 @@ const TRIM: (u32, u32) = (64, 160);
 const TRIM_SIDE_BY_SIDE: f64 = 1.03;
 /// The mid tile trimmed to 160 columns.
 const MID_TRIM: (u32, u32) = (128, 160);
+/// The mid tile trimmed's rate in five columns of tiles or more, relative to one (see `choose`):
+/// two waves of them beat wide tiles split by more than the two rates say (twenty-sixth
+/// session: 1024×5120×5120 0.97× cuBLAS against 0.91×, 512×10240×8192 0.98× against 0.945×,
+/// 2048×1280×8192 0.98–1.00× against 0.88×). 1.05 takes those; 1.0 leaves 22 shapes of `hgemm
+/// plan`'s grids to the split, 1.06 moves 3 more, unmeasured. It misses 1024×5120×13824 (0.975×
+/// against 0.94–0.96×).
+const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
 /// The 64×96 pair.
 const NARROW96: (u32, u32) = (64, 96);
 
@@ -981,6 +1003,22 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk_cm", "{m}x{n}x{k}");
         }
         assert_eq!(name(8192, 208, 8192), "hopper_v7_twin112_kk");
+        // The 160-column tiles in many columns where they make one or two whole waves, and the
+        // tile before split by K (twenty-sixth session, forced: 512×5120×8192 1.02× cuBLAS
+        // against 0.92× for wide tiles, 1024×5120×5120 0.97× against 0.91×, 10240×256×4096
+        // 0.98× against 0.83× for square pairs, 128×10240×4096 1.05× against 0.95× for slim
+        // pairs, 256×5120×5120 0.96–0.98× against 0.88× for square pairs); not at K = 1024
+        // (640×3072×1024: slim pairs 0.97–1.02× against 0.82–0.85×), nor in more waves
+        // (3072×5120×5120: mid tiles 0.99× against 0.96–0.98×).
+        for (m, n, k) in [(512, 5120, 8192), (1024, 5120, 5120), (2048, 1280, 8192), (512, 10240, 8192)] {
+            assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(10240, 256, 4096), "hopper_v7_midtrim_kk_cm");
+        for (m, n, k) in [(128, 10240, 4096), (256, 5120, 5120), (1024, 1280, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(640, 3072, 1024), "hopper_v7_slim_kk");
+        assert_eq!(name(3072, 5120, 5120), "hopper_v7_mid_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
