@@ -35,7 +35,9 @@
 //!   before, in v6's epilogue (a twin pair's two tiles always sit side by side); the
 //!   trimmed tiles then run two columns of tiles for M or N of 257–320 and 385–448, where the
 //!   tiles before computed 384 or 512 (320×8192×8192: 0.97× cuBLAS against 0.85×), and the
-//!   160-column tiles four for 513–640 (600×8192×8192: 0.91× against 0.77×).
+//!   160-column tiles four for 513–640 (600×8192×8192: 0.91× against 0.77×), and five or more
+//!   where they make one or two waves of whole tiles (512×5120×8192: 1.02× against 0.92× for wide
+//!   tiles split by K).
 //! - **C column-major** (the `_cm` entries of the lean, mid, trimmed, narrow and twin tiles): the epilogue
 //!   writes each staging box transposed (two 2-byte stores per register pair) and stores it at
 //!   C's transposed coordinates. The host hands a call with a row-major C to these entries as
@@ -126,15 +128,16 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-11-30, twenty-fifth session's final run, paired with
-//! cuBLAS in one process): 699 TFLOP/s, 1.044× cuBLAS (v6: 1.009×); the same kernel as `auto`
-//! and `direct` read 1.040× and 1.045×, and 1.030× in the sweep. The twenty-fourth session's
-//! final run read 1.053, 1.050, 1.053 and 1.037, the twenty-third's 1.030, 1.038, 1.028 and
+//! Measured on an H200 at 8192³ (2026-11-30, twenty-sixth session's final run, paired with
+//! cuBLAS in one process, a card that clocked a median 1470 MHz under the cap): 685 TFLOP/s,
+//! 1.030× cuBLAS (v6: 1.006×); the same kernel as `auto` and `direct` read 1.026× and 1.031×,
+//! and 1.030× in the sweep. The twenty-fifth session's final run read 1.044, 1.040, 1.045 and
+//! 1.030, the twenty-fourth's 1.053, 1.050, 1.053 and 1.037, the twenty-third's 1.030, 1.038, 1.028 and
 //! 1.048, its first call 1.068, 1.033 and 1.044; the twenty-second session's final run read
 //! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
 //! session's card read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor
 //! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric
-//! mean: 1.011 in the final run.
+//! mean: 1.010 in the final run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
@@ -269,7 +272,8 @@ pub struct Lean;
 /// may sit side by side (`staging::shifts_last_box`): two columns of them for N from 257 to 320
 /// at M of 4096 or less (2048×320×4096: 1.04× cuBLAS against 0.82× for slim pairs), four for
 /// 513 to 640 where that is one wave of whole tiles (2048×640×4096: 0.95× against 0.86× for
-/// square pairs). With alpha
+/// square pairs), and five or more where they make one or two (128×10240×4096: 1.05× against
+/// 0.95× for slim pairs split by K). With alpha
 /// and beta the entry takes one column of tiles ([`KernelSpec::takes_one_column`]). (For one
 /// column at large M or N `auto` runs [`Twin80`] pairs now.)
 pub struct Trim;
@@ -277,7 +281,9 @@ pub struct Trim;
 /// as [`Trim`] is the lean one, for outputs 129 to 160 wide (or tall) and so long that trim
 /// pairs would take more than one wave, and side by side like [`Trim`] for 257 to 320 (cuBLAS's
 /// tile at 320×8192×8192; 8192×320×8192: 0.99× cuBLAS against 0.85× for mid tiles) and in four
-/// columns for 513 to 640 (8192×600×8192: 0.90× against 0.78× for square pairs).
+/// columns for 513 to 640 (8192×600×8192: 0.90× against 0.78× for square pairs), and in five or
+/// more where that makes one or two waves of whole tiles (1024×5120×5120: 0.97× against 0.91×
+/// for wide tiles split by K).
 pub struct MidTrim;
 /// 128×224 with two consumers, clusters of two, 4 stages: the wide tile trimmed to 224 columns,
 /// for outputs 193 to 224 wide (or tall), which the wide tile covers with up to 63 columns to

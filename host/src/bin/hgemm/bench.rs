@@ -22,6 +22,38 @@ pub const SWEEP: &[(usize, usize, usize)] = &[
     (128, 8192, 8192),
 ];
 
+/// N×K of the linear layers of Llama-2 7B and 13B and Llama-3 8B and 70B on one GPU (QKV and
+/// gate+up fused): `--llm` runs each at [`LLM_TOKENS`] rows.
+const LLM_LAYERS: &[(usize, usize)] = &[
+    (12288, 4096),
+    (4096, 4096),
+    (22016, 4096),
+    (4096, 11008),
+    (6144, 4096),
+    (28672, 4096),
+    (4096, 14336),
+    (10240, 8192),
+    (8192, 8192),
+    (57344, 8192),
+    (8192, 28672),
+    (15360, 5120),
+    (5120, 5120),
+    (27648, 5120),
+    (5120, 13824),
+];
+const LLM_TOKENS: &[usize] = &[256, 512, 1024, 2048, 3072, 4096];
+
+/// The shapes `--sweep`, `--llm` or `--shapes` name, or `default`.
+pub(crate) fn shapes_from(args: &[String], default: &[(usize, usize, usize)]) -> Result<Vec<(usize, usize, usize)>, String> {
+    Ok(if args.iter().any(|a| a == "--sweep") {
+        SWEEP.to_vec()
+    } else if args.iter().any(|a| a == "--llm") {
+        LLM_LAYERS.iter().flat_map(|&(n, k)| LLM_TOKENS.iter().map(move |&m| (m, n, k))).collect()
+    } else {
+        flag(args, "--shapes").map(parse_shapes).transpose()?.unwrap_or_else(|| default.to_vec())
+    })
+}
+
 /// One row of the results.
 pub struct Row {
     pub shape: (usize, usize, usize),
@@ -80,11 +112,7 @@ pub fn run(args: &[String]) -> CliResult {
     let gemm = open()?;
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream)?;
-    let shapes = if args.iter().any(|a| a == "--sweep") {
-        SWEEP.to_vec()
-    } else {
-        flag(args, "--shapes").map(parse_shapes).transpose()?.unwrap_or_else(|| vec![(8192, 8192, 8192)])
-    };
+    let shapes = shapes_from(args, &[(8192, 8192, 8192)])?;
     let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));

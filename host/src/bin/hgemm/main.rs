@@ -21,13 +21,15 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
-  bench  [--shapes MxNxK,...] [--sweep] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N] [--json F] [--csv F] [--svg F]
-         (ceiling, ceiling_mid, _lean, _lean_x2, _slim, _slim_x2: a tile's MMAs alone, nothing loaded
-          or stored, spread over every SM or over --ceiling-ctas N: what no kernel of those MMAs can beat)
+  bench  [--shapes MxNxK,...] [--sweep] [--llm] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N] [--json F] [--csv F] [--svg F]
+         (--sweep: the Hopper issue's 12 shapes; --llm: 90 LLM layers, M of 256-4096 tokens against the
+          N×K of Llama-2 7B and 13B and Llama-3 8B and 70B; ceiling, ceiling_mid, _lean, _lean_x2, _slim,
+          _slim_x2: a tile's MMAs alone, nothing loaded or stored, spread over every SM or over
+          --ceiling-ctas N: what no kernel of those MMAs can beat)
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
           a --shapes call a kernel cannot take is reported with the reason and not counted)
-  plan   [--shapes MxNxK,...] [--sms N]
+  plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
           stream-K split: the units computed whole and each worker's share of the rest)";
 
@@ -189,10 +191,7 @@ fn plan(args: &[String]) -> CliResult {
         Some(Ok(n)) if n > 0 => n,
         Some(_) => return Err("--sms wants a positive number".into()),
     };
-    let shapes = match flag(args, "--shapes") {
-        Some(list) => bench::parse_shapes(list)?,
-        None => bench::SWEEP.to_vec(),
-    };
+    let shapes = bench::shapes_from(args, bench::SWEEP)?;
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
     let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
