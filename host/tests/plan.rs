@@ -89,6 +89,34 @@ fn plan_runs_without_a_gpu() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--sms"));
 }
 
+#[test]
+fn the_readme_llm_table_is_what_plan_llm_runs() {
+    // The README's table of LLM layers has a row per N×K and a column per M; its bold cells are
+    // the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth session's
+    // rule). `hgemm plan --llm` must list the same 90 shapes.
+    let readme = include_str!("../../README.md");
+    let rows = table_rows(readme, "| N×K | layer | M = 256 |");
+    let header = readme.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
+    let ms: Vec<usize> = header.trim_matches('|').split('|').skip(2).map(|c| c.trim().trim_start_matches("M = ").parse().unwrap()).collect();
+    let mut shapes = Vec::new();
+    for row in &rows {
+        let nk: Vec<usize> = row[0].split('×').map(|x| x.parse().unwrap()).collect();
+        for (cell, &m) in row[2..].iter().zip(&ms) {
+            let (kernel, _) = pick(m, nk[0], nk[1]);
+            let trimmed = kernel.starts_with("hopper_v7_trim") || kernel.starts_with("hopper_v7_midtrim");
+            assert_eq!(cell.starts_with("**"), trimmed, "README LLM cell {m}x{}x{}: {kernel}", nk[0], nk[1]);
+            shapes.push(format!("{m}x{}x{}", nk[0], nk[1]));
+        }
+    }
+    assert_eq!(shapes.len(), 90);
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--llm"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut listed: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().skip(1).map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    listed.sort();
+    shapes.sort();
+    assert_eq!(listed, shapes);
+}
+
 /// Where the `n`-th whitespace-separated field of `line` ends (1-based), in bytes.
 fn field_end(line: &str, n: usize) -> usize {
     let (mut fields, mut in_field) = (0, false);
