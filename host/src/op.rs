@@ -444,7 +444,9 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
-    kernels
+    // Each entry that may take the call: its price, the tie-break, and whether its schedule runs
+    // whole units only and whether it is square pairs split with fewer units than pairs.
+    let entries: Vec<_> = kernels
         .filter_map(|s| {
             let kop = for_kernel(s, op).0;
             // A tile without a cluster reads all of its operands itself: where M takes more than
@@ -514,10 +516,28 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
                 _ => false,
             };
-            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop, sched), shorter_m, s))
+            let thin_square_split = (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers);
+            let whole_units = sched.is_none_or(|sk| whole(&sk));
+            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop, sched), shorter_m, s, whole_units, thin_square_split))
         })
-        .min_by(|(x, m, _), (y, n, _)| x.total_cmp(y).then(m.cmp(n)))
-        .map(|(_, _, s)| s)
+        .collect();
+    let cheapest = |whole_only: bool| {
+        entries.iter().filter(|e| e.3 || !whole_only).min_by(|(x, m, ..), (y, n, ..)| x.total_cmp(y).then(m.cmp(n)))
+    };
+    let best = cheapest(false)?;
+    // Square pairs split with fewer units than pairs give way to whole waves priced within
+    // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
+    // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
+    // column-major 0.97× against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×,
+    // 13824×128×4096 twin pairs 0.97× against 0.89×; faster in both rounds at all 14 of the 20
+    // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
+    // their transposes or the same at another K). Against other split schedules square pairs
+    // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
+    let chosen = match cheapest(true) {
+        Some(w) if best.4 && w.0 <= best.0 * THIN_SQUARE_SPLIT => w,
+        _ => best,
+    };
+    Some(chosen.2)
 }
 
 /// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several
@@ -528,6 +548,12 @@ fn one_row_of_twins(spec: &KernelSpec, op: &GemmOp) -> bool {
 
 /// What a split schedule costs beyond its path, as a factor (see `choose`).
 const SPLIT_PENALTY: f64 = 1.06;
+/// How much dearer whole waves may be priced and still take a call from square pairs split with
+/// fewer units than pairs (see `choose`): the measured whole entries were priced 1.2–5.6% above
+/// the split and ran 2–15% faster.
+const THIN_SQUARE_SPLIT: f64 = 1.06;
+/// The square tile's shape.
+const SQUARE: (u32, u32) = (128, 128);
 
 /// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
 /// 1.7% of 8192³ (128 blocks) and 4% of 4096³ and 6144³ (64 and 96) before it was held, 2.2–2.6
@@ -911,7 +937,9 @@ mod tests {
         // (8192×480×8192: mid tiles trimmed to 160 0.89×, wide tiles 0.92×).
         assert_eq!(name(8192, 192, 8192), "hopper_v7_twin96_kk");
         assert_eq!(name(8192, 480, 8192), "hopper_v7");
-        assert_eq!(name(3000, 480, 8192), "hopper_v7_square_kk");
+        // (3000×480×8192 ran square pairs split until the twenty-sixth session, and whole lean
+        // pairs since: the rule that whole waves take calls from thinly split square pairs.)
+        assert_eq!(name(3000, 480, 8192), "hopper_v7_lean_kk_cm");
         // The mid tile trimmed in four columns, 520–640 (twenty-third session, forced against
         // what `auto` ran: 8192×600×8192 0.90× against 0.78× for square pairs, 4096×608×8192
         // 0.96× against 0.85×, 12288×640×4096 0.99× against 0.92×, 600×8192×8192 0.91× against
@@ -1018,6 +1046,16 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
         }
         assert_eq!(name(640, 3072, 1024), "hopper_v7_slim_kk");
+        // Square pairs split with fewer units than pairs give way to whole waves priced within 6%
+        // of them (twenty-sixth session, forced: 3072×384×4096 trim tiles written column-major
+        // 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written column-major 0.97×
+        // against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×, 13824×128×4096
+        // twin pairs 0.97× against 0.89×), not to other splits (1024×1792×4096: mid tiles split
+        // 0.78× against 0.84×).
+        for (m, n, k, kernel) in [(3072, 384, 4096, "trim_kk_cm"), (11008, 128, 4096, "lean_kk_cm"), (256, 4096, 11008, "slim_kk"), (13824, 128, 4096, "twin112_kk_cm")] {
+            assert_eq!(name(m, n, k), format!("hopper_v7_{kernel}"), "{m}x{n}x{k}");
+        }
+        assert_eq!(name(1024, 1792, 4096), "hopper_v7_square_kk");
         assert_eq!(name(3072, 5120, 5120), "hopper_v7_mid_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
