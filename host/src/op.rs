@@ -444,10 +444,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
-    // Each entry that may take the call: its price, the tie-break, and whether its schedule runs
-    // whole units only and whether it is square pairs split with fewer units than pairs.
-    let entries: Vec<_> = kernels
-        .filter_map(|s| {
+    let candidates = kernels.filter_map(|s| {
             let kop = for_kernel(s, op).0;
             // A tile without a cluster reads all of its operands itself: where M takes more than
             // one row of them and N more than one column, pairs sharing one (B, or A for the
@@ -516,15 +513,22 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
                 _ => false,
             };
-            let thin_square_split = (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers);
-            let whole_units = sched.is_none_or(|sk| whole(&sk));
-            (s.general && shares && columns && refusal(s, &kop).is_none()).then(|| (cost(s, &kop, sched), shorter_m, s, whole_units, thin_square_split))
-        })
-        .collect();
-    let cheapest = |whole_only: bool| {
-        entries.iter().filter(|e| e.3 || !whole_only).min_by(|(x, m, ..), (y, n, ..)| x.total_cmp(y).then(m.cmp(n)))
+            let candidate = Candidate {
+                cost: cost(s, &kop, sched),
+                shorter_m,
+                spec: s,
+                whole: sched.is_none_or(|sk| whole(&sk)),
+                thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+            };
+            (s.general && shares && columns && refusal(s, &kop).is_none()).then_some(candidate)
+        });
+    // The cheapest candidate, and the cheapest that runs whole units only.
+    let cheaper = |a: Option<Candidate<'a>>, c: Candidate<'a>| match a {
+        Some(a) if a.cost.total_cmp(&c.cost).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
+        _ => Some(c),
     };
-    let best = cheapest(false)?;
+    let (best, best_whole) = candidates.fold((None, None), |(best, whole), c| (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }));
+    let best = best?;
     // Square pairs split with fewer units than pairs give way to whole waves priced within
     // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
     // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
@@ -533,11 +537,21 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
     // their transposes or the same at another K). Against other split schedules square pairs
     // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
-    let chosen = match cheapest(true) {
-        Some(w) if best.4 && w.0 <= best.0 * THIN_SQUARE_SPLIT => w,
-        _ => best,
-    };
-    Some(chosen.2)
+    match best_whole {
+        Some(w) if best.thin_square_split && w.cost <= best.cost * THIN_SQUARE_SPLIT => Some(w.spec),
+        _ => Some(best.spec),
+    }
+}
+
+/// An entry that may take a call in `choose`: its price, the tie-break, whether its schedule runs
+/// whole units only, and whether it is square pairs split with fewer units than pairs.
+#[derive(Clone, Copy)]
+struct Candidate<'a> {
+    cost: f64,
+    shorter_m: usize,
+    spec: &'a KernelSpec,
+    whole: bool,
+    thin_square_split: bool,
 }
 
 /// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several
