@@ -404,10 +404,58 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
 /// read A and B in `op`'s orders (in the form each computes it, [`for_kernel`]), the one whose
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
-/// relative to the widest (scaled by how efficient the shape measured).
+/// relative to the widest (scaled by how efficient the shape measured); see [`price`].
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
+    // The cheapest candidate, and the cheapest that runs whole units only.
+    let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
+        Some(a) if a.cost.total_cmp(&c.cost).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
+        _ => Some(c),
+    };
+    let (best, best_whole) = price(kernels, op, sms)
+        .filter(|c| c.eligible)
+        .fold((None, None), |(best, whole), c| (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }));
+    let best = best?;
+    // Square pairs split with fewer units than pairs give way to whole waves priced within
+    // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
+    // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
+    // column-major 0.97× against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×,
+    // 13824×128×4096 twin pairs 0.97× against 0.89×; faster in both rounds at all 14 of the 20
+    // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
+    // their transposes or the same at another K). Against other split schedules square pairs
+    // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
+    match best_whole {
+        Some(w) if best.thin_square_split && w.cost <= best.cost * THIN_SQUARE_SPLIT => Some(w.spec),
+        _ => Some(best.spec),
+    }
+}
+
+/// How [`choose`] weighs one entry for a call (`hgemm plan --why` prints them).
+#[derive(Clone, Copy, Debug)]
+pub struct Priced<'a> {
+    /// The entry.
+    pub spec: &'a KernelSpec,
+    /// The time the entry's tiles take, in waves of 128×256 tiles at their measured rate: the
+    /// lowest wins, but for the rules in [`choose`].
+    pub cost: f64,
+    /// Its stream-K schedule for the call in its form, if it has one.
+    pub schedule: Option<StreamK>,
+    /// Whether `choose` may take it; where not, the tiles it would run here were not measured to
+    /// pay (a tile without a cluster in several rows and columns, or more columns of tiles than
+    /// were measured: see the comments in `price`).
+    pub eligible: bool,
+    /// Ties between the lean tile and its column-major form go to the smaller (see `price`).
+    shorter_m: usize,
+    /// Its schedule runs every unit whole.
+    whole: bool,
+    /// Square pairs split with fewer units than pairs.
+    thin_square_split: bool,
+}
+
+/// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
+/// SMs, with its price and whether [`choose`] may take it.
+pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b GemmOp, sms: u32) -> impl Iterator<Item = Priced<'a>> + 'b {
     // `op` is the call in `s`'s form, `sched` its schedule.
-    let cost = |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
+    let cost = move |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
         let args = op.shape_args();
         let waves = match sched.filter(|_| op.stream_k) {
@@ -444,7 +492,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
-    let candidates = kernels.filter_map(|s| {
+    kernels.filter_map(move |s| {
             let kop = for_kernel(s, op).0;
             // A tile without a cluster reads all of its operands itself: where M takes more than
             // one row of them and N more than one column, pairs sharing one (B, or A for the
@@ -513,45 +561,16 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
                 5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
                 _ => false,
             };
-            let candidate = Candidate {
-                cost: cost(s, &kop, sched),
-                shorter_m,
+            (s.general && refusal(s, &kop).is_none()).then(|| Priced {
                 spec: s,
+                cost: cost(s, &kop, sched),
+                schedule: sched,
+                eligible: shares && columns,
+                shorter_m,
                 whole: sched.is_none_or(|sk| whole(&sk)),
                 thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            };
-            (s.general && shares && columns && refusal(s, &kop).is_none()).then_some(candidate)
-        });
-    // The cheapest candidate, and the cheapest that runs whole units only.
-    let cheaper = |a: Option<Candidate<'a>>, c: Candidate<'a>| match a {
-        Some(a) if a.cost.total_cmp(&c.cost).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
-        _ => Some(c),
-    };
-    let (best, best_whole) = candidates.fold((None, None), |(best, whole), c| (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }));
-    let best = best?;
-    // Square pairs split with fewer units than pairs give way to whole waves priced within
-    // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
-    // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
-    // column-major 0.97× against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×,
-    // 13824×128×4096 twin pairs 0.97× against 0.89×; faster in both rounds at all 14 of the 20
-    // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
-    // their transposes or the same at another K). Against other split schedules square pairs
-    // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
-    match best_whole {
-        Some(w) if best.thin_square_split && w.cost <= best.cost * THIN_SQUARE_SPLIT => Some(w.spec),
-        _ => Some(best.spec),
-    }
-}
-
-/// An entry that may take a call in `choose`: its price, the tie-break, whether its schedule runs
-/// whole units only, and whether it is square pairs split with fewer units than pairs.
-#[derive(Clone, Copy)]
-struct Candidate<'a> {
-    cost: f64,
-    shorter_m: usize,
-    spec: &'a KernelSpec,
-    whole: bool,
-    thin_square_split: bool,
+            })
+        })
 }
 
 /// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several

@@ -117,6 +117,35 @@ fn the_readme_llm_table_is_what_plan_llm_runs() {
     assert_eq!(listed, shapes);
 }
 
+#[test]
+fn plan_why_lists_the_prices_auto_weighs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--shapes", "8192x8192x8192,3072x384x4096"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Each shape's line, then its entries indented, cheapest first (price, name, eligible); the
+    // pick is among them.
+    type Priced<'a> = (f64, &'a str, bool);
+    let mut blocks: Vec<(Vec<&str>, Vec<Priced>)> = Vec::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with(' ') {
+            blocks.last_mut().unwrap().1.push((f[0].parse().unwrap(), f[1], !line.contains("kept out")));
+        } else {
+            blocks.push((f, Vec::new()));
+        }
+    }
+    assert_eq!(blocks.len(), 2, "{text}");
+    for (head, priced) in &blocks {
+        assert!(priced.windows(2).all(|w| w[0].0 <= w[1].0), "{text}");
+        assert!(priced.iter().any(|p| p.1 == head[1] && p.2), "{}: the pick is not listed as eligible\n{text}", head[0]);
+    }
+    // At 8192³ the pick is the cheapest entry; at 3072×384×4096 whole trim tiles priced within
+    // 6% take the call from the cheaper square pairs, split with fewer units than pairs.
+    assert_eq!(blocks[0].1.iter().find(|p| p.2).unwrap().1, "hopper_v7", "{text}");
+    let eligible: Vec<&str> = blocks[1].1.iter().filter(|p| p.2).map(|p| p.1).collect();
+    assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk_cm"), "{text}");
+}
+
 /// Where the `n`-th whitespace-separated field of `line` ends (1-based), in bytes.
 fn field_end(line: &str, n: usize) -> usize {
     let (mut fields, mut in_field) = (0, false);

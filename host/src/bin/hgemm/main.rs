@@ -29,9 +29,10 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --ou
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
           a --shapes call a kernel cannot take is reported with the reason and not counted)
-  plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N]
+  plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N] [--why]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
-          stream-K split: the units computed whole and each worker's share of the rest)";
+          stream-K split: the units computed whole and each worker's share of the rest; --why: every
+          entry that can compute it, with the price auto weighs, cheapest first)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -192,16 +193,33 @@ fn plan(args: &[String]) -> CliResult {
         Some(_) => return Err("--sms wants a positive number".into()),
     };
     let shapes = bench::shapes_from(args, bench::SWEEP)?;
+    let why = args.iter().any(|a| a == "--why");
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
     let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
-        let schedule = match shape.split { Some(sk) => format!("stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)", sk.dp_units, sk.units, sk.share), None => "whole tiles".into() };
-        println!("{:<20} {:<w$} {:>6} {:>8}  {schedule}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster);
+        println!("{:<20} {:<w$} {:>6} {:>8}  {}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster, schedule(shape.split));
+        if why {
+            // Every entry that can compute the call, cheapest first, as `auto` weighs them.
+            let mut priced: Vec<_> = hgemm::op::price(hopper.iter().copied(), &op, sms).collect();
+            priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+            for p in priced {
+                let split = p.schedule.filter(|sk| sk.splits());
+                let taken = if p.eligible { "" } else { "  (kept out by auto's rules at this shape)" };
+                println!("    {:>8.4}  {:<w$}  {}{taken}", p.cost, p.spec.name, schedule(split));
+            }
+        }
     }
     Ok(true)
+}
+
+fn schedule(split: Option<hgemm_kernels::sched::StreamK>) -> String {
+    match split {
+        Some(sk) => format!("stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)", sk.dp_units, sk.units, sk.share),
+        None => "whole tiles".into(),
+    }
 }
 
 fn ptx(args: &[String]) -> CliResult {
