@@ -123,10 +123,12 @@ impl StreamK {
     /// [`new`]: Self::new
     pub const fn spread(units: u32, num_kb: u32, workers: u32) -> StreamK {
         // Where `new` computes every unit whole at once (one worker, no K, whole waves), so does this.
-        if workers > 1 && num_kb > 0 && !units.is_multiple_of(workers) {
-            if let Some(sk) = StreamK::whole(units, num_kb, workers).split_from(0) {
-                return sk;
-            }
+        if workers > 1
+            && num_kb > 0
+            && !units.is_multiple_of(workers)
+            && let Some(sk) = StreamK::whole(units, num_kb, workers).split_from(0)
+        {
+            return sk;
         }
         StreamK::new(units, num_kb, workers)
     }
@@ -204,7 +206,10 @@ impl StreamK {
     /// until every worker has issued the loads of its whole units before them. Every worker's
     /// first `waves_in_step()` items are whole units, so every wait is met.
     pub const fn waves_in_step(&self) -> u32 {
-        if self.workers == 0 { 0 } else { self.dp_units / self.workers }
+        match self.dp_units.checked_div(self.workers) {
+            Some(waves) => waves,
+            None => 0,
+        }
     }
 
     /// Worker `w`'s walk: its whole units, then the pieces of its share, last piece first.
