@@ -482,9 +482,9 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         // 1024×320×8192 0.94–1.04× cuBLAS against 0.83–0.86×, 1024×288×8192 0.99× against 0.89×)
         // and moves nothing else of `hgemm plan`'s grid but their transposes; 1.05 would take
         // 3000×320×8192 from the mid tile trimmed, not measured.
-        let side_by_side = match (s.tile_m, s.tile_n) {
-            TRIM if op.n as u32 > s.tile_n => TRIM_SIDE_BY_SIDE,
-            MID_TRIM if op.n as u32 > 4 * s.tile_n => MID_TRIM_MANY_COLUMNS,
+        let side_by_side = match ((s.tile_m, s.tile_n), columns_of_tiles(s, op)) {
+            (TRIM, 2..) => TRIM_SIDE_BY_SIDE,
+            (MID_TRIM, 5..) => MID_TRIM_MANY_COLUMNS,
             _ => 1.0,
         };
         // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
@@ -493,84 +493,89 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         waves * between_tiles * area / (rate * side_by_side)
     };
     kernels.filter_map(move |s| {
-            let kop = for_kernel(s, op).0;
-            // A tile without a cluster reads all of its operands itself: where M takes more than
-            // one row of them and N more than one column, pairs sharing one (B, or A for the
-            // twins) win even with half their tiles idle (96×8192×8192 on the H200: 0.64× cuBLAS
-            // for 64×64 tiles, 0.93× for pairs of 64×128). With one column, B is a few rows that
-            // every tile reads from L2.
-            let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-            // On a tie between the lean tile and its column-major form, the form of the call
-            // whose M (the side pairs stack along) is the shorter: measured 3.6–8% faster at
-            // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
-            // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
-            // (from −1.4% to +6%), so its ties keep the first entry.
-            let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-            // Tiles that boxes do not divide run side by side only as far as that was measured
-            // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
-            // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The
-            // 160-column tiles also in four (N of 481–640, which the cost takes from 513), where
-            // they beat what `auto` ran before at 26 of 28 shapes, by up to 18% (twenty-third
-            // session: the mid tile trimmed at 8192×600×8192 0.90× against 0.78× for square
-            // pairs, 600×8192×8192 0.91× against 0.77× for mid tiles; the trim tile at
-            // 2048×640×4096 0.95× against 0.86× for square pairs): the trim tile only where that
-            // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
-            // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
-            // for wide tiles).
-            //
-            // Twin pairs in several columns of pairs wherever they fill at most one wave, share the
-            // larger operand, and, split by K, give each pair at least half a unit (within a K
-            // block), so that no unit is cut in three. Twenty-fifth session, forced against what
-            // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs,
-            // 384×4096×4096 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87×
-            // for trim tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs; of the 55
-            // shapes measured that this takes, faster in both rounds at 44, slower in both at 4
-            // (3072×448×4096, split, 0.92× against 0.96× for lean tiles, whole; 768×1024×8192
-            // −1%). Shares under half a unit lost at 4 of 7 (1024×448×4096 0.82× against 0.91×
-            // for slim pairs). In two waves, pairs along M of tiles twice the size fill one
-            // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
-            // smaller operand, the pair would share the one that stays in L2, except in one row of
-            // pairs (M ≤ 128 in the kernel's form), where every tile reads each operand once:
-            // there twins as large as the lean tile or larger run wherever their units are whole,
-            // at `ONE_ROW_TWIN` (cuBLAS's design at 128×14336×4096, `…_112x128_64x7_2x1`:
-            // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
-            // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
-            // measured there).
-            //
-            // The 160-column tiles also in five columns or more, where they make at most two waves
-            // of whole tiles at a K no shorter than the rates were fitted at (twenty-sixth
-            // session, forced against what `auto` ran, two rounds: 512×5120×8192 1.02× cuBLAS
-            // against 0.92× for wide tiles split, 10240×256×4096 0.98× against 0.83× for square
-            // pairs split, 256×5120×4096 0.97× against 0.88× for the same, as trim tiles; faster
-            // in both rounds at 38 of 39 shapes at K ≥ 4096, level at 896×2560×8192). At
-            // K = 1024 they lost at 3 of 6 (640×3072×1024: 0.82–0.85× against slim pairs'
-            // 0.97–1.02×).
-            let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
-            let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
-            let one_wave = sched.filter(|sk| sk.units <= sk.workers);
-            let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
-            let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
-            let up_to_two_whole_waves = sched.is_some_and(|sk| whole(&sk) && sk.units <= 2 * sk.workers && sk.num_kb as f64 >= CALIBRATED_KB);
-            let columns = match kop.n.div_ceil(s.tile_n as usize) {
-                _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
-                _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves),
-                _ if !s.shifted_last_box() => true,
-                1 => true,
-                2 => (s.tile_m, s.tile_n) != NARROW96,
-                4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
-                5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
-                _ => false,
-            };
-            (s.general && refusal(s, &kop).is_none()).then(|| Priced {
-                spec: s,
-                cost: cost(s, &kop, sched),
-                schedule: sched,
-                eligible: shares && columns,
-                shorter_m,
-                whole: sched.is_none_or(|sk| whole(&sk)),
-                thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            })
+        let kop = for_kernel(s, op).0;
+        // A tile without a cluster reads all of its operands itself: where M takes more than
+        // one row of them and N more than one column, pairs sharing one (B, or A for the
+        // twins) win even with half their tiles idle (96×8192×8192 on the H200: 0.64× cuBLAS
+        // for 64×64 tiles, 0.93× for pairs of 64×128). With one column, B is a few rows that
+        // every tile reads from L2.
+        let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
+        // On a tie between the lean tile and its column-major form, the form of the call
+        // whose M (the side pairs stack along) is the shorter: measured 3.6–8% faster at
+        // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
+        // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
+        // (from −1.4% to +6%), so its ties keep the first entry.
+        let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
+        // Tiles that boxes do not divide run side by side only as far as that was measured
+        // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
+        // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The
+        // 160-column tiles also in four (N of 481–640, which the cost takes from 513), where
+        // they beat what `auto` ran before at 26 of 28 shapes, by up to 18% (twenty-third
+        // session: the mid tile trimmed at 8192×600×8192 0.90× against 0.78× for square
+        // pairs, 600×8192×8192 0.91× against 0.77× for mid tiles; the trim tile at
+        // 2048×640×4096 0.95× against 0.86× for square pairs): the trim tile only where that
+        // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
+        // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
+        // for wide tiles).
+        //
+        // Twin pairs in several columns of pairs wherever they fill at most one wave, share the
+        // larger operand, and, split by K, give each pair at least half a unit (within a K
+        // block), so that no unit is cut in three. Twenty-fifth session, forced against what
+        // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs,
+        // 384×4096×4096 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87×
+        // for trim tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs; of the 55
+        // shapes measured that this takes, faster in both rounds at 44, slower in both at 4
+        // (3072×448×4096, split, 0.92× against 0.96× for lean tiles, whole; 768×1024×8192
+        // −1%). Shares under half a unit lost at 4 of 7 (1024×448×4096 0.82× against 0.91×
+        // for slim pairs). In two waves, pairs along M of tiles twice the size fill one
+        // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
+        // smaller operand, the pair would share the one that stays in L2, except in one row of
+        // pairs (M ≤ 128 in the kernel's form), where every tile reads each operand once:
+        // there twins as large as the lean tile or larger run wherever their units are whole,
+        // at `ONE_ROW_TWIN` (cuBLAS's design at 128×14336×4096, `…_112x128_64x7_2x1`:
+        // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
+        // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
+        // measured there).
+        //
+        // The 160-column tiles also in five columns or more, where they make at most two waves
+        // of whole tiles at a K no shorter than the rates were fitted at (twenty-sixth
+        // session, forced against what `auto` ran, two rounds: 512×5120×8192 1.02× cuBLAS
+        // against 0.92× for wide tiles split, 10240×256×4096 0.98× against 0.83× for square
+        // pairs split, 256×5120×4096 0.97× against 0.88× for the same, as trim tiles; faster
+        // in both rounds at 38 of 39 shapes at K ≥ 4096, level at 896×2560×8192). At
+        // K = 1024 they lost at 3 of 6 (640×3072×1024: 0.82–0.85× against slim pairs'
+        // 0.97–1.02×).
+        let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
+        let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
+        let one_wave = sched.filter(|sk| sk.units <= sk.workers);
+        let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
+        let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
+        let up_to_two_whole_waves = sched.is_some_and(|sk| whole(&sk) && sk.units <= 2 * sk.workers && sk.num_kb as f64 >= CALIBRATED_KB);
+        let columns = match columns_of_tiles(s, &kop) {
+            _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
+            _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves),
+            _ if !s.shifted_last_box() => true,
+            1 => true,
+            2 => (s.tile_m, s.tile_n) != NARROW96,
+            4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
+            5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
+            _ => false,
+        };
+        (s.general && refusal(s, &kop).is_none()).then(|| Priced {
+            spec: s,
+            cost: cost(s, &kop, sched),
+            schedule: sched,
+            eligible: shares && columns,
+            shorter_m,
+            whole: sched.is_none_or(|sk| whole(&sk)),
+            thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
         })
+    })
+}
+
+/// How many columns of `spec`'s tiles cover `op` (in its form).
+fn columns_of_tiles(spec: &KernelSpec, op: &GemmOp) -> usize {
+    op.n.div_ceil(spec.tile_n as usize)
 }
 
 /// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several
