@@ -72,6 +72,9 @@ pub enum Error {
         /// Why not.
         reason: String,
     },
+    /// A tuning table that does not fit this handle or does not parse, or tuning that found two
+    /// kernels disagreeing, with the reason.
+    Tuning(String),
     /// A barrier wait timed out in a kernel built with the `hang-guard` feature.
     Hang {
         /// The kernel.
@@ -107,6 +110,7 @@ impl fmt::Display for Error {
             ),
             Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
             Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
+            Error::Tuning(why) => write!(f, "tuning: {why}"),
             Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),
         }
     }

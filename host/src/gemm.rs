@@ -4,13 +4,14 @@ use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::launch::{self, LaunchShape};
 use crate::op::{self, GemmOp};
+use crate::tune::{self, Choice, TuneOptions, TuneTable, Tuning};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
 use hgemm_kernels::hopper::ceiling::CeilingSpec;
 use hgemm_kernels::spec::{Family, Grid, KernelSpec};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// A checked and encoded call, from [`Gemm::prepare`].
 pub enum Prepared {
@@ -58,6 +59,9 @@ pub struct Gemm {
     /// The device address of one workspace per stream that has run a split launch: launches on
     /// one stream run one after another, on two streams they may overlap. Freed with the handle.
     workspaces: Mutex<HashMap<usize, u64>>,
+    /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
+    /// takes before its price.
+    tuning: RwLock<TuneTable>,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
@@ -109,6 +113,7 @@ impl Gemm {
             })
             .max()
             .unwrap_or(0);
+        let tuning = RwLock::new(TuneTable::new(family, &info.name, info.sms));
         Ok(Gemm {
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
@@ -126,6 +131,7 @@ impl Gemm {
             kernels,
             workspace_bytes,
             workspaces: Mutex::new(HashMap::new()),
+            tuning,
             module,
         })
     }
@@ -218,7 +224,63 @@ impl Gemm {
 
     /// The kernel `gemm` would run for `op` (`None` if no kernel of this family reads its layout).
     pub fn choose(&self, op: &GemmOp) -> Option<&'static KernelSpec> {
-        op::choose(self.kernels(), op, self.info.sms)
+        self.choice(op).map(|c| c.kernel)
+    }
+
+    /// What `gemm` runs for `op`: the tuned choice for its shape ([`Gemm::tune`]) if there is
+    /// one, else [`Gemm::priced`].
+    pub fn choice(&self, op: &GemmOp) -> Option<Choice> {
+        self.tuned(op).or_else(|| self.priced(op))
+    }
+
+    /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.
+    pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
+        op::choose(self.kernels(), op, self.info.sms).map(|kernel| Choice { kernel, split: op.stream_k })
+    }
+
+    fn tuned(&self, op: &GemmOp) -> Option<Choice> {
+        let table = self.tuning.read().unwrap_or_else(|p| p.into_inner());
+        if table.is_empty() { None } else { table.get(op) }
+    }
+
+    /// Time the kernels `auto` weighs for `op`'s shape on this device, on buffers of its own
+    /// (nothing of the caller's is read or written), and from now on run the fastest for every
+    /// call with the same [`TuneKey`](crate::tune::TuneKey): sizes, storage orders, epilogue
+    /// class and whether splitting is allowed. With the default [`TuneOptions`], 2–3 seconds a
+    /// shape; it synchronizes `stream`. A candidate whose result disagrees with `auto`'s pick
+    /// is an [`Error::Tuning`] (a bug to report), never a choice. The tuned kernel's result may
+    /// differ from the untuned one's in the last bits (another order of the same sums); it is
+    /// reproducible for a given table.
+    pub fn tune(&self, stream: &Arc<CudaStream>, op: &GemmOp) -> Result<Tuning> {
+        self.tune_with(stream, op, &TuneOptions::default())
+    }
+
+    /// [`Gemm::tune`] with other samples, candidates or threshold.
+    pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
+        let tuning = tune::measure(self, stream, op, opts)?;
+        self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, tuning.chosen)?;
+        Ok(tuning)
+    }
+
+    /// The tuned choices ([`TuneTable::to_text`] saves them).
+    pub fn tuning(&self) -> TuneTable {
+        self.tuning.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Add the choices of a saved table ([`TuneTable::to_text`]); the table must have been
+    /// measured on a device of the same name and SM count, and every line must parse and name a
+    /// kernel of this build that computes its shape, or nothing is added ([`Error::Tuning`]).
+    /// Returns how many choices the text held.
+    pub fn load_tuning(&self, text: &str) -> Result<usize> {
+        let table = TuneTable::parse(text, self.family, &self.info.name, self.info.sms)?;
+        let n = table.len();
+        self.tuning.write().unwrap_or_else(|p| p.into_inner()).merge(table)?;
+        Ok(n)
+    }
+
+    /// Forget every tuned choice: `auto` runs what its price picks.
+    pub fn clear_tuning(&self) {
+        *self.tuning.write().unwrap_or_else(|p| p.into_inner()) = TuneTable::new(self.family, &self.info.name, self.info.sms);
     }
 
     fn run<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
@@ -303,23 +365,25 @@ impl Gemm {
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
-        let loaded = match kernel {
+        let (loaded, op) = match kernel {
             Some(k) => {
                 let l = self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
                 op::supports(l.spec, op)?;
-                l
+                (l, *op)
             }
             None => {
-                let spec = op::choose(self.kernels(), op, self.info.sms).ok_or_else(|| {
+                let choice = self.choice(op).ok_or_else(|| {
                     let (rop, _) = op.row_major_c();
                     Error::Unsupported {
                         kernel: "auto",
                         reason: format!("no {} kernel reads A {:?}-major and B {:?}-major", self.family.name(), rop.a_major(), rop.b_major()),
                     }
                 })?;
-                self.kernels.iter().find(|l| l.spec.name == spec.name).expect("chosen among the loaded kernels")
+                let l = self.kernels.iter().find(|l| l.spec.name == choice.kernel.name).expect("chosen among the loaded kernels");
+                (l, choice.op(op))
             }
         };
+        let op = &op;
         let spec = loaded.spec;
         if op.k == 0 && !spec.general {
             // C = A·Bᵀ with an empty sum is zero, as in BLAS (only the dense native op gets here).

@@ -40,10 +40,12 @@ pub mod op;
 pub mod ptx;
 pub mod tensor_map;
 pub mod testing;
+pub mod tune;
 
 pub use device::DeviceInfo;
 pub use error::{Error, Result};
 pub use gemm::{Gemm, Prepared};
 pub use op::{GemmOp, Layout};
+pub use tune::{Choice, TuneOptions, TuneTable, Tuning};
 pub use hgemm_kernels::ladder_of;
 pub use hgemm_kernels::spec::{Family, KernelSpec};

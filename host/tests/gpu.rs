@@ -139,3 +139,65 @@ fn hopper_tensor_ceilings_run_their_mmas() {
         assert!(sink[threads..].iter().all(|x| *x == 0.0), "{}", spec.name);
     }
 }
+
+/// `Gemm::tune` times the candidates, keeps the fastest where it beats auto's pick, and the
+/// handle's calls run it; a table saved as text loads back on the same device; a tuned choice
+/// that is not auto's pick (forced through a table) computes what cuBLAS does.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
+    use hgemm::{GemmOp, Layout, TuneOptions};
+    let gemm = open(Family::Hopper);
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let opts = TuneOptions { samples: 3, sample_ms: 5.0, ..TuneOptions::default() };
+    // A split schedule with close rivals, and a general call (C column-major, beta, a batch).
+    let ops = [
+        GemmOp::new(256, 22016, 4096),
+        GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(2, 2000 * 2000, 2000 * 2000, 2000 * 2000),
+    ];
+    let mut failures = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let t = gemm.tune_with(&stream, op, &opts).unwrap();
+        let line: Vec<String> = t.timed.iter().map(|x| format!("{} {:.4} ms", x.choice.describe(&t.key), x.ms)).collect();
+        println!("{}: priced {}, chosen {}, gain {:.3}: {}", hgemm::tune::shape(&t.key), t.priced.describe(&t.key), t.chosen.describe(&t.key), t.gain(), line.join(", "));
+        assert!(t.timed.len() >= 2, "{line:?}: one candidate only");
+        assert!(t.timed.iter().all(|x| x.ms.is_finite() && x.ms > 0.0), "{line:?}");
+        assert!(t.timed.windows(2).all(|w| w[0].ms <= w[1].ms), "{line:?}: not fastest first");
+        assert!(t.ms(&t.priced).is_some(), "auto's pick not timed");
+        assert_eq!(gemm.choice(op), Some(t.chosen));
+        assert!(t.chosen == t.priced || t.gain() >= opts.min_gain, "{line:?}");
+        let (r, cpu) = testing::check_op(&gemm, &blas, &stream, op, seed + i as u64).unwrap();
+        if !r.passed() || cpu.is_some_and(|c| !c.passed()) {
+            failures.push(format!("{}: {r:?} {cpu:?}", t.chosen.kernel.name));
+        }
+    }
+    let text = gemm.tuning().to_text();
+    assert_eq!(gemm.tuning().len(), 2);
+    gemm.clear_tuning();
+    assert_eq!(gemm.choice(&ops[0]), gemm.priced(&ops[0]));
+    assert_eq!(gemm.load_tuning(&text).unwrap(), 2);
+    assert_eq!(gemm.tuning().to_text(), text);
+
+    // Every other entry that computes 256×22016×4096, forced through a table, runs and matches.
+    let d = gemm.device();
+    let priced = gemm.priced(&ops[0]).unwrap();
+    for kernel in gemm.kernels().filter(|k| k.general && k.name != priced.kernel.name && hgemm::op::supports(k, &ops[0]).is_ok()) {
+        for split in [true, false] {
+            let table = format!("hgemm tuning 1\ndevice hopper {} {}\n256 22016 4096 1 row col row plain stream-k {} {}\n", d.sms, d.name, kernel.name, if split { "split" } else { "whole" });
+            gemm.clear_tuning();
+            gemm.load_tuning(&table).unwrap();
+            assert_eq!(gemm.choose(&ops[0]).map(|k| k.name), Some(kernel.name));
+            let (r, _) = testing::check_op(&gemm, &blas, &stream, &ops[0], seed ^ 7).unwrap();
+            println!("{} {}: vs cuBLAS {:.2e}", kernel.name, if split { "split" } else { "whole" }, r.rel_error);
+            if !r.passed() {
+                failures.push(format!("{} forced: {r:?}", kernel.name));
+            }
+        }
+    }
+    gemm.clear_tuning();
+    assert!(matches!(gemm.tune(&stream, &GemmOp::new(0, 64, 64)), Err(hgemm::Error::InvalidShape(_))));
+    assert!(matches!(gemm.load_tuning("hgemm tuning 1\ndevice hopper 7 Some GPU\n"), Err(hgemm::Error::Tuning(_))));
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+}

@@ -66,8 +66,10 @@ pub struct Row {
 enum Contender {
     Cublas,
     Kernel(&'static KernelSpec),
-    /// The public entry point, which picks the kernel itself.
+    /// The public entry point, which picks the kernel itself (the tuned choice, with `--tuning`).
     Auto,
+    /// What `auto`'s price picks, whatever is tuned (`Gemm::priced`).
+    Priced,
     /// `Auto` with stream-K forbidden (`GemmOp::stream_k(false)`): what the split buys.
     Whole,
     /// The same kernel launched directly: checks and tensor maps done once per input set
@@ -85,6 +87,7 @@ impl Contender {
             Contender::Kernel(k) if hgemm_kernels_is_ladder(k) => format!("{} v{}", k.family.name(), k.version),
             Contender::Kernel(k) => k.name.to_string(),
             Contender::Auto => "hgemm (auto)".into(),
+            Contender::Priced => "auto, as priced".into(),
             Contender::Whole => "auto, no stream-K".into(),
             Contender::Direct => "auto, direct launch".into(),
             Contender::Ceiling(c) => format!("{}: {}×{} MMAs alone", c.name, c.bm, c.bn),
@@ -113,6 +116,10 @@ pub fn run(args: &[String]) -> CliResult {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream)?;
     let shapes = shapes_from(args, &[(8192, 8192, 8192)])?;
+    if let Some(path) = flag(args, "--tuning") {
+        let n = gemm.load_tuning(&std::fs::read_to_string(path)?)?;
+        println!("tuning: {n} choices from {path}");
+    }
     let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
@@ -120,6 +127,9 @@ pub fn run(args: &[String]) -> CliResult {
     let named = |name: &str| flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == name));
     if flag(args, "--kernels").is_none() || named("auto") {
         contenders.push(Contender::Auto);
+    }
+    if named("priced") {
+        contenders.push(Contender::Priced);
     }
     if named("whole") {
         contenders.push(Contender::Whole);
@@ -256,6 +266,11 @@ fn run_one(
         Contender::Cublas => blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
         Contender::Kernel(spec) => gemm.matmul_with(spec, stream, &a[s], &b[s], &mut c[s], m, n, k),
         Contender::Auto => gemm.matmul(stream, &a[s], &b[s], &mut c[s], m, n, k),
+        Contender::Priced => {
+            let op = hgemm::GemmOp::new(m, n, k);
+            let p = gemm.priced(&op).expect("auto computes the native problem");
+            gemm.gemm_with(p.kernel, stream, &p.op(&op), &a[s], &b[s], &mut c[s])
+        }
         Contender::Whole => gemm.gemm(stream, &hgemm::GemmOp::new(m, n, k).stream_k(false), &a[s], &b[s], &mut c[s]),
         // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
         Contender::Direct => unsafe { gemm.launch_prepared(&prepared[s], stream) },

@@ -7,6 +7,7 @@
 //!              [--ceiling-ctas N] [--json FILE] [--csv FILE] [--svg FILE]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
 //! hgemm plan   [--shapes MxNxK,...] [--sms N]
+//! hgemm tune   [--shapes MxNxK,...|--sweep|--llm] [--samples N] [--out FILE]
 //! hgemm ptx --out DIR
 //! ```
 mod bench;
@@ -19,9 +20,12 @@ use hgemm::{Error, Gemm, KernelSpec};
 pub(crate) type CliResult = Result<bool, Box<dyn std::error::Error>>;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --out DIR> [options]
+const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
-  bench  [--shapes MxNxK,...] [--sweep] [--llm] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N] [--json F] [--csv F] [--svg F]
+  bench  [--shapes MxNxK,...] [--sweep] [--llm] [--kernels v0,...,auto,priced,whole,direct,ceiling,ceiling_lean,...] [--samples N]
+         [--tuning F] [--json F] [--csv F] [--svg F]
+         (--tuning: load a table `hgemm tune --out` wrote, which `auto` then runs; priced: what auto's
+          price picks, whatever is tuned)
          (--sweep: the Hopper issue's 12 shapes; --llm: 90 LLM layers, M of 256-4096 tokens against the
           N×K of Llama-2 7B and 13B and Llama-3 8B and 70B; ceiling, ceiling_mid, _lean, _lean_x2, _slim,
           _slim_x2: a tile's MMAs alone, nothing loaded or stored, spread over every SM or over
@@ -32,7 +36,11 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | ptx --ou
   plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N] [--why]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
           stream-K split: the units computed whole and each worker's share of the rest; --why: every
-          entry that can compute it, with the price auto weighs, cheapest first)";
+          entry that can compute it, with the price auto weighs, cheapest first)
+  tune   [--shapes MxNxK,...] [--sweep] [--llm] [--samples N] [--sample-ms MS] [--samples-each] [--out FILE]
+         (time the entries auto weighs for each shape, in turn, and print what auto's price picks, the
+          fastest, and by how much; --samples-each: every sample's ms per call; --out: the table,
+          for Gemm::load_tuning or bench --tuning)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,6 +50,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("run") => run::run(&args[1..]),
         Some("plan") => plan(&args[1..]),
+        Some("tune") => tune(&args[1..]),
         Some("ptx") => ptx(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
@@ -125,7 +134,7 @@ pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item
         Some("all") => Ok(gemm.kernels().collect()),
         Some(list) => list
             .split(',')
-            .filter(|s| !matches!(*s, "auto" | "general" | "direct" | "whole") && !s.starts_with("ceiling"))
+            .filter(|s| !matches!(*s, "auto" | "priced" | "general" | "direct" | "whole") && !s.starts_with("ceiling"))
             .map(|v| match v.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) => gemm.kernel(n),
                 None => gemm.kernels().find(|k| k.name == v).ok_or_else(|| Error::UnknownKernel(v.to_string())),
@@ -211,6 +220,69 @@ fn plan(args: &[String]) -> CliResult {
                 println!("    {:>8.4}  {:<w$}  {}{taken}", p.cost, p.spec.name, schedule(split));
             }
         }
+    }
+    Ok(true)
+}
+
+/// `hgemm tune`: [`Gemm::tune`] over the shapes, a line each, and the table.
+fn tune(args: &[String]) -> CliResult {
+    let gemm = open()?;
+    let stream = gemm.context().default_stream();
+    let shapes = bench::shapes_from(args, bench::SWEEP)?;
+    let mut opts = hgemm::TuneOptions::default();
+    if let Some(n) = flag(args, "--samples") {
+        opts.samples = n.parse()?;
+    }
+    if let Some(ms) = flag(args, "--sample-ms") {
+        opts.sample_ms = ms.parse()?;
+    }
+    let d = gemm.device();
+    println!(
+        "tune on {} ({} SMs): {} samples of {} ms per candidate, in turn; entries priced within {:.0}% of the cheapest, at most {}; the fastest then against auto's pick, head to head, and taken if {:.0}% faster",
+        d.name,
+        d.sms,
+        opts.samples,
+        opts.sample_ms,
+        (opts.window - 1.0) * 100.0,
+        opts.max_candidates,
+        (opts.min_gain - 1.0) * 100.0
+    );
+    let w = gemm.kernels().map(|k| k.name.len()).max().unwrap_or(0) + 6;
+    println!("{:<20} {:<w$} {:>9} {:<w$} {:>9} {:>6} {:<5}  first round: ms of the others", "MxNxK", "auto's price picks", "ms", "head to head", "ms", "gain", "");
+    let mut gains = Vec::new();
+    let verbose = args.iter().any(|a| a == "--samples-each");
+    for (m, n, k) in shapes {
+        let t = gemm.tune_with(&stream, &hgemm::GemmOp::new(m, n, k), &opts)?;
+        let others: Vec<String> = t.timed.iter().filter(|x| x.choice != t.priced).map(|x| format!("{} {:.4}", x.choice.describe(&t.key), x.ms)).collect();
+        if verbose {
+            for x in &t.timed {
+                let s: Vec<String> = x.samples.iter().map(|v| format!("{v:.4}")).collect();
+                println!("    {:<w$} {}", x.choice.describe(&t.key), s.join(" "));
+            }
+        }
+        // Head to head where the first round's fastest was not auto's pick.
+        let (priced_ms, tuned, tuned_ms, ratio) = match t.head_to_head {
+            Some(h) => (h.priced_ms, h.challenger.describe(&t.key), h.challenger_ms, h.priced_ms / h.challenger_ms),
+            None => (t.ms(&t.priced).unwrap_or(f64::NAN), "=".to_string(), f64::NAN, 1.0),
+        };
+        println!(
+            "{:<20} {:<w$} {:>9.4} {:<w$} {:>9.4} {:>6.3} {:<5}  {}",
+            format!("{m}x{n}x{k}"),
+            t.priced.describe(&t.key),
+            priced_ms,
+            tuned,
+            tuned_ms,
+            ratio,
+            if t.chosen != t.priced { "taken" } else { "" },
+            others.join(", ")
+        );
+        gains.push(t.gain());
+    }
+    let moved = gains.iter().filter(|g| **g != 1.0).count();
+    let geo = (gains.iter().map(|g| g.ln()).sum::<f64>() / gains.len().max(1) as f64).exp();
+    println!("{} shapes: {moved} run another kernel than auto's price picks; geometric mean gain {geo:.4}", gains.len());
+    if let Some(path) = flag(args, "--out") {
+        std::fs::write(path, gemm.tuning().to_text())?;
     }
     Ok(true)
 }
