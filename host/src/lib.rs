@@ -27,6 +27,10 @@
 //! # }
 //! ```
 //!
+//! `auto`'s choice of kernel is a price fitted to measurements on an H200; [`Gemm::tune`] times
+//! the kernels it weighs for a call's shape on the caller's own device and runs the fastest for
+//! later calls of that shape ([`tune`]; the choices save and load as text).
+//!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
 //! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
 //! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.
