@@ -545,20 +545,48 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         // in both rounds at 38 of 39 shapes at K ≥ 4096, level at 896×2560×8192). At
         // K = 1024 they lost at 3 of 6 (640×3072×1024: 0.82–0.85× against slim pairs'
         // 0.97–1.02×).
+        //
+        // Twin pairs also where they share the smaller operand, if they fill one whole wave, the
+        // other side is at most 1.5 times theirs and K is as deep as the rates were fitted at
+        // (twenty-seventh session, found by `Gemm::tune`, then forced against what `auto` ran,
+        // two rounds: 1024×1280×8192 twin80 0.97–0.98× cuBLAS against 0.90–0.91× for trim
+        // tiles, 1280×1024×4096 0.96–0.97× against 0.87–0.88×, 1024×1536×4096 twin96 0.99×
+        // against lean tiles' 0.93×; faster in both rounds at all 8 such shapes at K of 4096 and
+        // 8192, by 3–10%). At K = 1024 they lost at 1 of 4 and split the rounds at another
+        // (1024×1536×1024 1.12–1.26× against 1.32–1.34×).
+        //
+        // The wide tile trimmed also in five columns or more, where it makes at most three
+        // whole waves at that depth (twenty-seventh session, the same method: 512×7168×4096
+        // 1.00–1.03× against 0.89× for mid tiles, 14336×256×4096 1.07× against 0.92–0.93×,
+        // 256×28672×4096 1.05× against wide tiles split, 1.00×; faster in both rounds at all 46
+        // shapes of `hgemm plan`'s grids this moves, by 0.2–16%, geometric mean 0.957× → 1.029×).
+        // Without the wave bound it would also take shapes of many waves from the wide tile,
+        // such as 12288³, where tuning finds the wide tile faster; with fewer than two rows of
+        // tiles (M of 129–255, measured from 256) it would take 14336×208×4096 from the one
+        // column of the same tile the thirteenth session measured.
         let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
         let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
         let one_wave = sched.filter(|sk| sk.units <= sk.workers);
         let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
         let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
-        let up_to_two_whole_waves = sched.is_some_and(|sk| whole(&sk) && sk.units <= 2 * sk.workers && sk.num_kb as f64 >= CALIBRATED_KB);
+        let calibrated_k = sched.is_some_and(|sk| sk.num_kb as f64 >= CALIBRATED_KB);
+        let up_to_waves = |n: u32| sched.is_some_and(|sk| whole(&sk) && sk.units <= n * sk.workers) && calibrated_k;
+        let (up_to_two_whole_waves, up_to_three_whole_waves) = (up_to_waves(2), up_to_waves(3));
+        let twins_share_the_smaller_operand = kop.m < kop.n;
         let columns = match columns_of_tiles(s, &kop) {
             _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
-            _ if s.cluster_along_n => kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves),
+            _ if s.cluster_along_n => {
+                kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves) || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
+            }
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,
             4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
-            5.. => ((s.tile_m, s.tile_n) == MID_TRIM || (s.tile_m, s.tile_n) == TRIM) && up_to_two_whole_waves,
+            5.. => match (s.tile_m, s.tile_n) {
+                MID_TRIM | TRIM => up_to_two_whole_waves,
+                WIDE_TRIM => up_to_three_whole_waves && kop.m >= 2 * s.tile_m as usize,
+                _ => false,
+            },
             _ => false,
         };
         (s.general && refusal(s, &kop).is_none()).then(|| Priced {
@@ -618,6 +646,8 @@ const MID_TRIM: (u32, u32) = (128, 160);
 /// plan`'s grids to the split, 1.06 moves 3 more, unmeasured. It misses 1024×5120×13824 (0.975×
 /// against 0.94–0.96×).
 const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
+/// The wide tile trimmed to 224 columns.
+const WIDE_TRIM: (u32, u32) = (128, 224);
 /// The 64×96 pair.
 const NARROW96: (u32, u32) = (64, 96);
 
@@ -1011,11 +1041,14 @@ mod tests {
         // shorter; the mid tile's keep the first entry (ninth session: 1536×1024×4096 and
         // 3072×512×4096 faster written column-major; twelfth: 3.6–8% at 4096×288…384×4096,
         // twin pairs' now; the mid tile's ties went both ways). Twin pairs would share the
-        // smaller operand there.
-        for (m, n, k) in [(1536, 1024, 4096), (3072, 512, 4096)] {
-            assert_eq!(name(m, n, k), "hopper_v7_lean_kk_cm", "{m}x{n}x{k}");
-        }
-        assert_eq!(name(1024, 1536, 4096), "hopper_v7_lean_kk");
+        // smaller operand at 3072×512, six times smaller.
+        assert_eq!(name(3072, 512, 4096), "hopper_v7_lean_kk_cm");
+        // Where the other side is at most 1.5 times longer, twin pairs sharing the smaller
+        // operand in one whole wave beat the lean tiles (twenty-seventh session: 1536×1024×4096
+        // 0.99–1.00× cuBLAS against 0.94×).
+        assert_eq!(name(1536, 1024, 4096), "hopper_v7_twin96_kk_cm");
+        assert_eq!(name(1024, 1536, 4096), "hopper_v7_twin96_kk");
+        assert_eq!(name(1024, 1536, 1024), "hopper_v7_lean_kk");
         assert_eq!(name(4096, 1536, 4096), "hopper_v7_mid_kk");
         // N from 129 to 224 where pairs of the twin tiles (tiles side by side along N, sharing A)
         // make at most a wave or need a split: A is the operand read from DRAM, and the pair
@@ -1080,9 +1113,13 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
         }
         assert_eq!(name(10240, 256, 4096), "hopper_v7_midtrim_kk_cm");
-        for (m, n, k) in [(128, 10240, 4096), (256, 5120, 5120), (1024, 1280, 4096)] {
+        for (m, n, k) in [(128, 10240, 4096), (256, 5120, 5120)] {
             assert_eq!(name(m, n, k), "hopper_v7_trim_kk", "{m}x{n}x{k}");
         }
+        // At 1024×1280 twin pairs 80 wide share A in one whole wave (twenty-seventh session:
+        // 0.97× cuBLAS against the trim tiles' 0.91×); at K = 1024 the trim tiles stay.
+        assert_eq!(name(1024, 1280, 4096), "hopper_v7_twin80_kk");
+        assert_eq!(name(1280, 1024, 8192), "hopper_v7_twin80_kk_cm");
         assert_eq!(name(640, 3072, 1024), "hopper_v7_slim_kk");
         // Square pairs split with fewer units than pairs give way to whole waves priced within 6%
         // of them (twenty-sixth session, forced: 3072×384×4096 trim tiles written column-major
@@ -1095,6 +1132,16 @@ mod tests {
         }
         assert_eq!(name(1024, 1792, 4096), "hopper_v7_square_kk");
         assert_eq!(name(3072, 5120, 5120), "hopper_v7_mid_kk");
+        // The wide tile trimmed in five columns or more where it makes at most three whole waves
+        // (twenty-seventh session, forced, two rounds: 512×7168×4096 1.00–1.03× cuBLAS against
+        // mid tiles' 0.89×, 14336×256×4096 1.07× against 0.92–0.93×, 256×28672×4096 1.05×
+        // against wide tiles split, 1.00×, 512×22016×4096 0.97× against 0.93×); not in more
+        // waves (12288³), nor in fewer than two rows of tiles (14336×208×4096, one column above).
+        for (m, n, k) in [(512, 7168, 4096), (256, 28672, 4096), (512, 22016, 4096), (1792, 6144, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(14336, 256, 4096), "hopper_v7_widetrim_kk_cm");
+        assert_eq!(name(12288, 12288, 12288), "hopper_v7");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
