@@ -159,3 +159,26 @@ fn field_end(line: &str, n: usize) -> usize {
     }
     line.len()
 }
+
+/// `hgemm tune` on a machine without a GPU says so in one sentence and fails; with one, it prints
+/// a line for the shape, and the table it saves reads back.
+#[test]
+fn tune_says_what_it_did_or_why_not() {
+    let table = std::env::temp_dir().join(format!("hgemm-tune-test-{}.txt", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm"))
+        .args(["tune", "--shapes", "512x1024x256", "--samples", "1", "--sample-ms", "1", "--out"])
+        .arg(&table)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        assert!(stdout.lines().any(|l| l.starts_with("512x1024x256 ")), "{stdout}");
+        let text = std::fs::read_to_string(&table).unwrap();
+        assert!(text.starts_with("hgemm tuning 1\ndevice ") && text.contains("\n512 1024 256 1 row col row plain stream-k "), "{text}");
+        let _ = std::fs::remove_file(&table);
+    } else {
+        assert!(stderr.starts_with("hgemm: ") && stderr.trim_end().lines().count() == 1, "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!table.exists());
+    }
+}

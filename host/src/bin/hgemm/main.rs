@@ -262,11 +262,11 @@ fn tune(args: &[String]) -> CliResult {
         }
         // Head to head where the first round's fastest was not auto's pick.
         let (priced_ms, tuned, tuned_ms, ratio) = match t.head_to_head {
-            Some(h) => (h.priced_ms, h.challenger.describe(&t.key), h.challenger_ms, h.priced_ms / h.challenger_ms),
-            None => (t.ms(&t.priced).unwrap_or(f64::NAN), "=".to_string(), f64::NAN, 1.0),
+            Some(h) => (h.priced_ms, h.challenger.describe(&t.key), format!("{:.4}", h.challenger_ms), h.priced_ms / h.challenger_ms),
+            None => (t.ms(&t.priced).unwrap_or(f64::NAN), "=".to_string(), "-".to_string(), 1.0),
         };
         println!(
-            "{:<20} {:<w$} {:>9.4} {:<w$} {:>9.4} {:>6.3} {:<5}  {}",
+            "{:<20} {:<w$} {:>9.4} {:<w$} {:>9} {:>6.3} {:<5}  {}",
             format!("{m}x{n}x{k}"),
             t.priced.describe(&t.key),
             priced_ms,
