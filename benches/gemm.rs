@@ -48,8 +48,7 @@ fn bench(c: &mut Criterion) {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     for (m, n, k) in shapes() {
-        // Input sets rotated so that together they are three times L2.
-        let sets = (3 * gemm.device().l2_bytes as usize).div_ceil(2 * (m * k + n * k + m * n)).clamp(2, 32);
+        let sets = testing::rotation_sets(gemm.device().l2_bytes, 2 * (m * k + n * k + m * n));
         let ops: Vec<(CudaSlice<bf16>, CudaSlice<bf16>)> = (0..sets as u64)
             .map(|s| {
                 (

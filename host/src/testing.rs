@@ -559,6 +559,25 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     cases
 }
 
+/// Input sets to rotate through so that one pass over them is three times L2 (`set_bytes`
+/// each): no call finds its operands cached by the call before.
+pub fn rotation_sets(l2_bytes: u32, set_bytes: usize) -> usize {
+    (3 * l2_bytes as usize).div_ceil(set_bytes.max(1)).clamp(2, 32)
+}
+
+/// Back-to-back calls that make a sample of about `sample_ms`, and how many to make untimed
+/// before it (two thirds as many): a call of `macs` multiply-adds moving `bytes` is estimated
+/// at 600 TFLOP/s, or at 4 TB/s where that is longer (short K). The card is power-capped: a
+/// short sample runs at whatever clock the previous kernel left (5 ms samples read v6 at 1.13×
+/// cuBLAS right after the slow v0 and v1, against ~1.02× in steady state; 20 ms samples after
+/// 13 ms ordered tuning's candidates otherwise than `hgemm bench` at four of six shapes), so
+/// every sample first brings the clock to its own.
+pub fn sample_calls(macs: usize, bytes: usize, sample_ms: f64) -> (usize, usize) {
+    let call_s = (2.0 * macs as f64 / 600e12).max(bytes as f64 / 4e12);
+    let calls = (sample_ms * 1e-3 / call_s).ceil().clamp(1.0, 20000.0) as usize;
+    (calls, (calls * 2).div_ceil(3))
+}
+
 /// Milliseconds per call: `samples` CUDA-event samples of `calls` back-to-back calls each, after
 /// `warmup` calls, and their median. `run(i)` makes call number `i` (use it to rotate inputs).
 pub fn time_median(stream: &Arc<CudaStream>, warmup: usize, samples: usize, calls: usize, mut run: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
@@ -635,5 +654,24 @@ mod tests {
     fn median_of_even_and_odd() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn samples_last_about_as_long_as_asked() {
+        // 8192³: 1.1 TFLOP at 600 TFLOP/s is 1.83 ms a call, 33 calls in 60 ms, 22 before them.
+        let big = 8192 * 8192 * 8192;
+        assert_eq!(sample_calls(big, 6 * 8192 * 8192, 60.0), (33, 22));
+        // Short K is priced by its bytes: 8192×8192×64 moves 2·(2·8192·64 + 8192²) bytes, 35 µs
+        // at 4 TB/s, against 14 µs of MMAs.
+        let bytes = 2 * (2 * 8192 * 64 + 8192 * 8192);
+        let (calls, _) = sample_calls(8192 * 8192 * 64, bytes, 60.0);
+        assert_eq!(calls, (60e-3 / (bytes as f64 / 4e12)).ceil() as usize);
+        // The tiniest call is capped, and any call runs at least once.
+        assert_eq!(sample_calls(8, 16, 60.0).0, 20000);
+        assert_eq!(sample_calls(big * 64, 0, 1.0), (1, 1));
+        // H200's L2 of 60 MiB: 2 sets of 8192³'s 384 MiB, 32 of a small call's.
+        assert_eq!(rotation_sets(60 << 20, 6 << 26), 2);
+        assert_eq!(rotation_sets(60 << 20, 1 << 20), 32);
+        assert_eq!(rotation_sets(60 << 20, 16 << 20), 12);
     }
 }

@@ -400,11 +400,10 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
     let drv = |call: &'static str| move |e| Error::driver(call, e);
 
-    // Fresh inputs (B scaled by K^-1/2), in enough sets that one pass over them is three times
-    // L2: no call finds its operands cached by the call before.
+    // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let set_bytes = 2 * (la + lb + lc);
-    let sets = (3 * gemm.device().l2_bytes as usize).div_ceil(set_bytes.max(1)).clamp(1, 16);
+    let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for s in 0..sets as u64 {
         a.push(testing::random(gemm, stream, la, seed ^ (3 * s + 1), 1.0)?);
@@ -464,16 +463,13 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         timed.push((Timed { choice, cost, ms: f64::NAN, samples: Vec::with_capacity(opts.samples) }, launches));
     }
 
-    // A sample is `sample_ms` of back-to-back calls after two thirds as long untimed (a call's
-    // time estimated at 600 TFLOP/s, or at 4 TB/s for the bytes it moves where that is longer),
-    // as in `hgemm bench`. The card is power-capped and its clock follows the draw of the last
-    // tens of milliseconds: with 20 ms samples after 13 ms, the wide tile read 2–4% slower and
-    // the square tile 3–5% faster than in `hgemm bench` at 1024×4096×11008 and ×14336 (H200,
+    // A sample is `sample_ms` of back-to-back calls after two thirds as long untimed, as in
+    // `hgemm bench`. The card is power-capped and its clock follows the draw of the last tens
+    // of milliseconds: with 20 ms samples after 13 ms, the wide tile read 2–4% slower and the
+    // square tile 3–5% faster than in `hgemm bench` at 1024×4096×11008 and ×14336 (H200,
     // twenty-seventh session), so that tuning took the square tile where it is 7% slower; with
     // 60 ms after 40 ms, tuning ordered all six shapes measured as the bench did.
-    let call_s = (2.0 * testing::macs(op) as f64 / 600e12).max(set_bytes as f64 / 4e12);
-    let calls = (opts.sample_ms * 1e-3 / call_s).ceil().clamp(1.0, 20000.0) as usize;
-    let warmup = (calls * 2).div_ceil(3);
+    let (calls, warmup) = testing::sample_calls(testing::macs(op), set_bytes, opts.sample_ms);
     let sample = |launches: &[Prepared]| -> Result<f64> {
         // SAFETY: prepared on this function's buffers, alive until it returns, used on this one stream.
         let ms = testing::time_median(stream, warmup, 1, calls, |j| unsafe { gemm.launch_prepared(&launches[j % sets], stream) })?;

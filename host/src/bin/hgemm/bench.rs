@@ -186,10 +186,8 @@ fn bench_shape(
     (m, n, k): (usize, usize, usize),
     samples: usize,
 ) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
-    // Enough input sets that one pass over them is three times L2, so no call finds its
-    // operands cached by the one before.
     let set_bytes = 2 * (m * k + n * k + m * n);
-    let sets = (3 * gemm.device().l2_bytes as usize).div_ceil(set_bytes).clamp(2, 32);
+    let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
     let mut a = Vec::new();
     let mut b = Vec::new();
     let mut c = Vec::new();
@@ -203,14 +201,8 @@ fn bench_shape(
     for s in 0..sets {
         prepared.push(gemm.prepare(None, stream, &op, &a[s], &b[s], &mut c[s])?);
     }
-    // About 60 ms of timed calls per sample (a call's time estimated at 600 TFLOP/s, or at
-    // 4 TB/s for the bytes it must move where that is longer: short K), after about 40 ms of the
-    // same contender untimed. The card is power-capped: a short sample runs at whatever clock the
-    // previous contender left (5 ms samples read v6 at 1.13× cuBLAS right after the slow v0 and
-    // v1, against ~1.02× in steady state), so every sample first brings the clock to its own.
-    let call_s = (2.0 * m as f64 * n as f64 * k as f64 / 600e12).max(set_bytes as f64 / 4e12);
-    let calls = (60e-3 / call_s).ceil().clamp(1.0, 20000.0) as usize;
-    let warmup = (calls * 2).div_ceil(3);
+    // About 60 ms of timed calls per sample, after about 40 ms of the same contender untimed.
+    let (calls, warmup) = testing::sample_calls(m * n * k, set_bytes, 60.0);
     for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all.
         run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k)).map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
