@@ -1159,6 +1159,12 @@ mod tests {
         let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
         assert!(matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8")));
         assert_eq!(choose(kernels.iter().copied(), &odd, 132).unwrap().name, "hopper_v7_square_kk");
+        // A dense C whose rows are not 16-byte multiples is refused by the plan, before any
+        // device call (`hgemm run --shapes` reports such a shape as not taken).
+        let wide = kernels.iter().find(|s| s.name == "hopper_v7_widetrim_kk").unwrap();
+        let at = 1 << 20;
+        assert!(matches!(plan(wide, &GemmOp::new(1000, 1500, 4096), at, at, at), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8")));
+        assert!(plan(wide, &GemmOp::new(1000, 1504, 4096), at, at, at).is_ok());
     }
 
     #[test]
