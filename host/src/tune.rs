@@ -8,16 +8,15 @@
 //! Tuned choices are hints: a call that the tuned entry cannot compute falls back to the price.
 
 use crate::error::{Error, Result};
-use crate::gemm::Gemm;
+use crate::gemm::{Gemm, Prepared};
 use crate::op::{self, GemmOp, Layout};
 use crate::testing::{self, BufferComparison};
-use crate::gemm::Prepared;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
-use std::sync::Arc;
 use hgemm_kernels::spec::{Family, KernelSpec};
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// What a tuned choice is keyed by: everything about a call that the choice of kernel depends on
 /// (sizes, storage orders, whether the epilogue scales, whether splitting is allowed), not the
