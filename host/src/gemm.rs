@@ -239,8 +239,7 @@ impl Gemm {
     }
 
     fn tuned(&self, op: &GemmOp) -> Option<Choice> {
-        let table = self.tuning.read().unwrap_or_else(|p| p.into_inner());
-        if table.is_empty() { None } else { table.get(op) }
+        self.tuning.read().unwrap_or_else(|p| p.into_inner()).get(op)
     }
 
     /// Time the kernels `auto` weighs for `op`'s shape on this device, on buffers of its own
@@ -280,7 +279,7 @@ impl Gemm {
 
     /// Forget every tuned choice: `auto` runs what its price picks.
     pub fn clear_tuning(&self) {
-        *self.tuning.write().unwrap_or_else(|p| p.into_inner()) = TuneTable::new(self.family, &self.info.name, self.info.sms);
+        self.tuning.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     fn run<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>

@@ -32,7 +32,7 @@ pub const GUARD: u16 = 0x1234;
 /// Elements of guard band after every checked C.
 pub const GUARD_LEN: usize = 4096;
 
-fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+pub(crate) fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
     move |e| Error::driver(call, e)
 }
 

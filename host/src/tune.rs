@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::gemm::{Gemm, Prepared};
 use crate::op::{self, GemmOp, Layout};
-use crate::testing::{self, BufferComparison};
+use crate::testing::{self, drv};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use hgemm_kernels::spec::{Family, KernelSpec};
@@ -117,6 +117,11 @@ impl TuneTable {
     /// An empty table for `family`'s kernels on the device named `device` with `sms` SMs.
     pub fn new(family: Family, device: &str, sms: u32) -> TuneTable {
         TuneTable { family, device: device.to_string(), sms, choices: HashMap::new() }
+    }
+
+    /// Forget every choice; the table stays this device's.
+    pub fn clear(&mut self) {
+        self.choices.clear();
     }
 
     /// Choices held.
@@ -397,7 +402,6 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let key = TuneKey::of(op);
     let priced = gemm.priced(op).ok_or_else(|| Error::Unsupported { kernel: "auto", reason: format!("no {} kernel computes {}", gemm.family().name(), shape(&key)) })?;
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
-    let drv = |call: &'static str| move |e| Error::driver(call, e);
 
     // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
@@ -444,9 +448,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         if choice != priced {
             start(&mut out)?;
             gemm.gemm_with(choice.kernel, stream, &run_op, &a[0], &b[0], &mut out)?;
-            let mut words = stream.alloc_zeros::<u64>(BufferComparison::WORDS).map_err(drv("cuMemAlloc"))?;
-            testing::compare_into(gemm, stream, &out, &reference, &mut words)?;
-            let cmp = BufferComparison::from_words(&stream.clone_dtoh(&words).map_err(drv("cuMemcpyDtoH"))?);
+            let cmp = testing::compare_on_device(gemm, stream, &out, &reference)?;
             if !cmp.passed() {
                 return Err(Error::Tuning(format!(
                     "{} and {} disagree at {}: relative error {:.2e}, {} elements unwritten, {} written outside C",
