@@ -408,7 +408,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
     // The cheapest candidate, and the cheapest that runs whole units only.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
-        Some(a) if a.cost.total_cmp(&c.cost).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
+        Some(a) if a.cost.total_cmp(&c.cost).then(a.twin_on_smaller.cmp(&c.twin_on_smaller)).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
         _ => Some(c),
     };
     let (best, best_whole) = price(kernels, op, sms)
@@ -445,6 +445,9 @@ pub struct Priced<'a> {
     pub eligible: bool,
     /// Ties between the lean tile and its column-major form go to the smaller (see `price`).
     shorter_m: usize,
+    /// Twin pairs sharing the smaller operand: ties go to the pairs sharing the larger (see
+    /// `price`).
+    twin_on_smaller: bool,
     /// Its schedule runs every unit whole.
     whole: bool,
     /// Square pairs split with fewer units than pairs.
@@ -553,7 +556,13 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         // tiles, 1280×1024×4096 0.96–0.97× against 0.87–0.88×, 1024×1536×4096 twin96 0.99×
         // against lean tiles' 0.93×; faster in both rounds at all 8 such shapes at K of 4096 and
         // 8192, by 3–10%). At K = 1024 they lost at 1 of 4 and split the rounds at another
-        // (1024×1536×1024 1.12–1.26× against 1.32–1.34×).
+        // (1024×1536×1024 1.12–1.26× against 1.32–1.34×). Where the same twins sharing the
+        // larger operand are priced as low, those run (`Priced::twin_on_smaller`): of the
+        // fine grid's moves measured in the twenty-eighth session, the five from twins sharing
+        // the larger operand to the same twins sharing the smaller lost in both rounds, by 1–11%
+        // (1024×1152×4096 twin80 1.00–1.05× cuBLAS against 1.12–1.13×, 1152×1280×4096 twin96
+        // 0.98× against 1.06×), where the five from square pairs won (1536×1152×4096 twin112
+        // 1.00× against 0.87×).
         //
         // The wide tile trimmed also in five columns or more, where it makes at most three
         // whole waves at that depth (twenty-seventh session, the same method: 512×7168×4096
@@ -595,6 +604,7 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             schedule: sched,
             eligible: shares && columns,
             shorter_m,
+            twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
         })
@@ -1121,6 +1131,12 @@ mod tests {
         assert_eq!(name(1024, 1280, 4096), "hopper_v7_twin80_kk");
         assert_eq!(name(1280, 1024, 8192), "hopper_v7_twin80_kk_cm");
         assert_eq!(name(640, 3072, 1024), "hopper_v7_slim_kk");
+        // Where the pairs sharing the larger operand are priced as low, they keep the call
+        // (twenty-eighth session: 1024×1152×4096 twin80 1.12–1.13× cuBLAS against 1.00–1.05×
+        // sharing the smaller, 1024×1408×8192 twin96 0.95× against 0.92–0.93×).
+        for (m, n, k, kernel) in [(1024, 1152, 4096, "twin80_kk_cm"), (1024, 1408, 8192, "twin96_kk_cm"), (1536, 1152, 4096, "twin112_kk_cm")] {
+            assert_eq!(name(m, n, k), format!("hopper_v7_{kernel}"), "{m}x{n}x{k}");
+        }
         // Square pairs split with fewer units than pairs give way to whole waves priced within 6%
         // of them (twenty-sixth session, forced: 3072×384×4096 trim tiles written column-major
         // 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written column-major 0.97×
