@@ -411,10 +411,21 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
         Some(a) if a.cost.total_cmp(&c.cost).then(a.twin_on_smaller.cmp(&c.twin_on_smaller)).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
         _ => Some(c),
     };
-    let (best, best_whole) = price(kernels, op, sms)
-        .filter(|c| c.eligible)
-        .fold((None, None), |(best, whole), c| (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }));
+    let (best, best_whole, square_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold((None, None, None), |(best, whole, square), c| {
+        let square = if c.whole && c.square { cheaper(square, c) } else { square };
+        (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square)
+    });
     let best = best?;
+    // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
+    // within `WIDE_TRIM_SQUARE` of it (twenty-eighth session, forced, two rounds: faster in both
+    // at 19 of the 20 such shapes measured, by 0.4–5.5%, the rounds split at 4864×2176×16384:
+    // 4864×2176×4096 0.98× cuBLAS against 0.94–0.95×, 3584×2944×4096 0.96–0.97× against
+    // 0.92–0.93×, 5504×1920×8192 0.95× against 0.92×). Three of its whole waves there cost what
+    // five of square pairs do; against the wide tile split it won wherever it was measured
+    // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×).
+    if let Some(sq) = square_whole.filter(|sq| best.wide_trim_in_columns && sq.cost <= best.cost * WIDE_TRIM_SQUARE) {
+        return Some(sq.spec);
+    }
     // Square pairs split with fewer units than pairs give way to whole waves priced within
     // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
     // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
@@ -452,6 +463,10 @@ pub struct Priced<'a> {
     whole: bool,
     /// Square pairs split with fewer units than pairs.
     thin_square_split: bool,
+    /// Square pairs.
+    square: bool,
+    /// The wide tile trimmed in five columns of tiles or more.
+    wide_trim_in_columns: bool,
 }
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
@@ -607,6 +622,8 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+            square: (s.tile_m, s.tile_n) == SQUARE,
+            wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && columns_of_tiles(s, &kop) >= 5,
         })
     })
 }
@@ -630,6 +647,10 @@ const SPLIT_PENALTY: f64 = 1.06;
 const THIN_SQUARE_SPLIT: f64 = 1.06;
 /// The square tile's shape.
 const SQUARE: (u32, u32) = (128, 128);
+/// How much dearer whole waves of square pairs may be priced and still take a call from the wide
+/// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
+/// 0.5% dearer and ran up to 5.5% faster.
+const WIDE_TRIM_SQUARE: f64 = 1.01;
 
 /// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
 /// 1.7% of 8192³ (128 blocks) and 4% of 4096³ and 6144³ (64 and 96) before it was held, 2.2–2.6
@@ -1158,6 +1179,13 @@ mod tests {
         }
         assert_eq!(name(14336, 256, 4096), "hopper_v7_widetrim_kk_cm");
         assert_eq!(name(12288, 12288, 12288), "hopper_v7");
+        // Except against whole waves of square pairs priced within 1% (twenty-eighth session:
+        // 4864×2176×4096 square pairs 0.98× cuBLAS against 0.94–0.95×); against square pairs
+        // split it stays (1536×2176×4096: 1.05× against 0.97×, twenty-seventh session).
+        for (m, n, k) in [(4864, 2176, 4096), (5504, 1920, 8192), (3200, 3200, 4096)] {
+            assert_eq!(name(m, n, k), "hopper_v7_square_kk", "{m}x{n}x{k}");
+        }
+        assert_eq!(name(1536, 2176, 4096), "hopper_v7_widetrim_kk");
         // A column-major C turns the same calls round: M = 160 is then the kernel's N.
         let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
         assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
