@@ -418,7 +418,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     let best = best?;
     // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
     // within `WIDE_TRIM_SQUARE` of it (twenty-eighth session, forced, two rounds: faster in both
-    // at 19 of the 20 such shapes measured, by 0.4–5.5%, the rounds split at 4864×2176×16384:
+    // at 19 of the 20 such shapes measured, by 0.3–5.5%, the rounds split at 4864×2176×16384:
     // 4864×2176×4096 0.98× cuBLAS against 0.94–0.95×, 3584×2944×4096 0.96–0.97× against
     // 0.92–0.93×, 5504×1920×8192 0.95× against 0.92×). Three of its whole waves there cost what
     // five of square pairs do; against the wide tile split it won wherever it was measured
