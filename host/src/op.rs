@@ -406,7 +406,8 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured); see [`price`].
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    // The cheapest candidate, and the cheapest that runs whole units only.
+    // The cheapest candidate, the cheapest that runs whole units only, and the cheapest whole
+    // square pairs.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
         Some(a) if a.cost.total_cmp(&c.cost).then(a.twin_on_smaller.cmp(&c.twin_on_smaller)).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
         _ => Some(c),

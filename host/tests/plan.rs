@@ -144,6 +144,12 @@ fn plan_why_lists_the_prices_auto_weighs() {
     assert_eq!(blocks[0].1.iter().find(|p| p.2).unwrap().1, "hopper_v7", "{text}");
     let eligible: Vec<&str> = blocks[1].1.iter().filter(|p| p.2).map(|p| p.1).collect();
     assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk_cm"), "{text}");
+    // The pick's line says so, and where a rule overruled the cheaper entries, that it did.
+    let (first, second) = text.split_once("\n3072x384x4096 ").unwrap();
+    let note = |block: &str, name: &str| block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string();
+    assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
+    assert!(note(second, "hopper_v7_trim_kk_cm").ends_with("(auto's pick: a rule of `op::choose` prefers it to the cheaper entries above)"), "{text}");
+    assert!(!note(second, "hopper_v7_square_kk").contains("pick"), "{text}");
 }
 
 /// Where the `n`-th whitespace-separated field of `line` ends (1-based), in bytes.

@@ -36,7 +36,8 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | p
   plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N] [--why]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
           stream-K split: the units computed whole and each worker's share of the rest; --why: every
-          entry that can compute it, with the price auto weighs, cheapest first)
+          entry that can compute it, with the price auto weighs, cheapest first, auto's pick marked,
+          and where a rule took it over cheaper entries, that one did)
   tune   [--shapes MxNxK,...] [--sweep] [--llm] [--samples N] [--sample-ms MS] [--samples-each] [--out FILE]
          (time the entries auto weighs for each shape, in turn, and print what auto's price picks, the
           fastest, and by how much; --samples-each: every sample's ms per call; --out: the table,
@@ -211,13 +212,21 @@ fn plan(args: &[String]) -> CliResult {
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
         println!("{:<20} {:<w$} {:>6} {:>8}  {}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster, schedule(shape.split));
         if why {
-            // Every entry that can compute the call, cheapest first, as `auto` weighs them.
+            // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
+            // `choose` takes one with cheaper eligible entries above it, one of its rules did.
             let mut priced: Vec<_> = hgemm::op::price(hopper.iter().copied(), &op, sms).collect();
             priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+            let picked = priced.iter().find(|p| p.spec.name == spec.name).map_or(f64::INFINITY, |p| p.cost);
+            let overruled = priced.iter().any(|p| p.eligible && p.cost < picked);
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());
-                let taken = if p.eligible { "" } else { "  (kept out by auto's rules at this shape)" };
-                println!("    {:>8.4}  {:<w$}  {}{taken}", p.cost, p.spec.name, schedule(split));
+                let note = match (p.spec.name == spec.name, p.eligible) {
+                    (true, _) if overruled => "  (auto's pick: a rule of `op::choose` prefers it to the cheaper entries above)",
+                    (true, _) => "  (auto's pick)",
+                    (false, true) => "",
+                    (false, false) => "  (kept out by auto's rules at this shape)",
+                };
+                println!("    {:>8.4}  {:<w$}  {}{note}", p.cost, p.spec.name, schedule(split));
             }
         }
     }
