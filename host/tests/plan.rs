@@ -152,6 +152,21 @@ fn plan_why_lists_the_prices_auto_weighs() {
     assert!(!note(second, "hopper_v7_square_kk").contains("pick"), "{text}");
 }
 
+/// A reader that stops early (`hgemm plan --why --llm | head -1`) ends the command without a
+/// panic on stderr.
+#[test]
+fn plan_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--llm"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("MxNxK"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// Where the `n`-th whitespace-separated field of `line` ends (1-based), in bytes.
 fn field_end(line: &str, n: usize) -> usize {
     let (mut fields, mut in_field) = (0, false);

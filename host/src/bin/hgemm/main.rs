@@ -44,6 +44,7 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | p
           for Gemm::load_tuning or bench --tuning)";
 
 fn main() -> ExitCode {
+    die_quietly_on_a_closed_pipe();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("info") => info(),
@@ -65,6 +66,21 @@ fn main() -> ExitCode {
             eprintln!("hgemm: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `hgemm plan --sweep | head` ends the way `cat … | head` does: the Rust runtime ignores SIGPIPE,
+/// so the first `println!` after the reader left would panic with a backtrace; with the signal's
+/// default action the process ends silently instead (POSIX: SIGPIPE is 13 on Linux and macOS,
+/// SIG_DFL is 0).
+fn die_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    {
+        unsafe extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        // SAFETY: restores the default action of one signal before any thread is started.
+        unsafe { signal(13, 0) };
     }
 }
 
