@@ -132,7 +132,7 @@
 //! cuBLAS in one process, a card that clocked a median 1500 MHz under the cap): 698 TFLOP/s,
 //! 1.041× cuBLAS (v6: 0.985×); the same kernel as `auto` and `direct` read 1.049× and 1.046×,
 //! and 1.031× in the sweep; three more rounds on that card 1.032–1.040 (v7), 1.046–1.055
-//! (`auto`). The twenty-seventh session's final run read 1.035, 1.040, 1.042 and 1.047, the
+//! (`auto`), and 1.042 (`auto`) on another lease. The twenty-seventh session's final run read 1.035, 1.040, 1.042 and 1.047, the
 //! twenty-sixth's 1.030, 1.026, 1.031 and 1.030, the twenty-fifth's 1.044, 1.040, 1.045 and 1.030, the twenty-fourth's 1.053, 1.050, 1.053 and 1.037, the twenty-third's 1.030, 1.038, 1.028 and
 //! 1.048, its first call 1.068, 1.033 and 1.044; the twenty-second session's final run read
 //! 1.042, the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth
