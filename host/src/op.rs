@@ -598,7 +598,9 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         let up_to_waves = |n: u32| sched.is_some_and(|sk| whole(&sk) && sk.units <= n * sk.workers) && calibrated_k;
         let (up_to_two_whole_waves, up_to_three_whole_waves) = (up_to_waves(2), up_to_waves(3));
         let twins_share_the_smaller_operand = kop.m < kop.n;
-        let columns = match columns_of_tiles(s, &kop) {
+        let tile_columns = columns_of_tiles(s, &kop);
+        let square = (s.tile_m, s.tile_n) == SQUARE;
+        let columns = match tile_columns {
             _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
             _ if s.cluster_along_n => {
                 kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves) || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
@@ -622,9 +624,9 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             shorter_m,
             twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
-            thin_square_split: (s.tile_m, s.tile_n) == SQUARE && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            square: (s.tile_m, s.tile_n) == SQUARE,
-            wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && columns_of_tiles(s, &kop) >= 5,
+            thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+            square,
+            wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && tile_columns >= 5,
         })
     })
 }
