@@ -406,17 +406,28 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured); see [`price`].
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    // The cheapest candidate, the cheapest that runs whole units only, and the cheapest whole
-    // square pairs.
+    // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
+    // pairs and the cheapest whole twin pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
         Some(a) if a.cost.total_cmp(&c.cost).then(a.twin_on_smaller.cmp(&c.twin_on_smaller)).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
         _ => Some(c),
     };
-    let (best, best_whole, square_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold((None, None, None), |(best, whole, square), c| {
+    let (best, best_whole, square_whole, one_row_twin_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold((None, None, None, None), |(best, whole, square, twin), c| {
         let square = if c.whole && c.square { cheaper(square, c) } else { square };
-        (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square)
+        let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
+        (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
     });
     let best = best?;
+    // One whole wave of square pairs in one column of tiles gives way to whole twin pairs in one
+    // row (the same call in the other form) priced within `ONE_COLUMN_SQUARE` of it (twenty-ninth
+    // session, forced, two rounds: the twins faster in both at all 11 such shapes measured, by
+    // 0.6–5.5%: 14336×128×4096 twin112 0.98× cuBLAS against 0.93×, 12800×128×2048 0.99×
+    // against 0.94×, 13056×128×1024 1.08× against 1.03×). The square pairs leave 10–16 of 66
+    // pairs idle where the twins fill 128–132 SMs with tiles 112 wide; in two waves
+    // (28672×128×1024) the twins were not faster (1.04× against 1.05×).
+    if let Some(twin) = one_row_twin_whole.filter(|t| best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * ONE_COLUMN_SQUARE) {
+        return Some(twin.spec);
+    }
     // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
     // within `WIDE_TRIM_SQUARE` of it (twenty-eighth session, forced, two rounds: faster in both
     // at 19 of the 20 such shapes measured, by 0.3–5.5%, the rounds split at 4864×2176×16384:
@@ -466,6 +477,10 @@ pub struct Priced<'a> {
     thin_square_split: bool,
     /// Square pairs.
     square: bool,
+    /// Its tiles make one column (N within a tile, in its form) and at most one wave.
+    one_wave_in_one_column: bool,
+    /// Twin pairs in one row of pairs (see `price`).
+    one_row_twin: bool,
     /// The wide tile trimmed in five columns of tiles or more.
     wide_trim_in_columns: bool,
 }
@@ -626,6 +641,8 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
             square,
+            one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
+            one_row_twin: one_row_of_twins(s, &kop),
             wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && tile_columns >= 5,
         })
     })
@@ -648,6 +665,9 @@ const SPLIT_PENALTY: f64 = 1.06;
 /// fewer units than pairs (see `choose`): the measured whole entries were priced 1.2–5.6% above
 /// the split and ran 2–15% faster.
 const THIN_SQUARE_SPLIT: f64 = 1.06;
+/// How much dearer whole twin pairs in one row may be priced and still take a call from whole
+/// square pairs in one column (see `choose`): they were priced 2.3% above and ran 0.6–5.5% faster.
+const ONE_COLUMN_SQUARE: f64 = 1.03;
 /// The square tile's shape.
 const SQUARE: (u32, u32) = (128, 128);
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
@@ -1124,6 +1144,12 @@ mod tests {
             assert_eq!(name(m, n, k), "hopper_v7_twin112_kk", "{m}x{n}x{k}");
         }
         assert_eq!(name(14336, 128, 4096), "hopper_v7_twin112_kk_cm");
+        // Also where square pairs run whole in one column, priced 2.3% below (twenty-ninth
+        // session, forced, two rounds: 12800×128×2048 0.99× against 0.94×, 13056×128×1024 1.08×
+        // against 1.03×, 14720×128×8192 0.93× against 0.92×).
+        for (m, n, k) in [(12800, 128, 2048), (13056, 128, 1024), (14720, 128, 8192), (14336, 128, 2048)] {
+            assert_eq!(name(m, n, k), "hopper_v7_twin112_kk_cm", "{m}x{n}x{k}");
+        }
         assert_eq!(name(128, 12288, 4096), "hopper_v7_lean_kk");
         // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
         // column of them, where wide tiles computed 256 (thirteenth session: 32768×224×4096 1.00×

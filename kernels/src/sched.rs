@@ -85,6 +85,14 @@ const MIN_SHARE: u32 = 8;
 /// MMAs: one 128×256 f32 partial is 128 KiB each way. Measured on the H200 (seventh session):
 /// units split in two cost 3–6 K blocks more than the tiles that split nothing.
 const FIXUP_KB: u32 = 4;
+/// What a fix-up costs where there are fewer units than workers (a thin split), in K blocks, for
+/// the choice between splitting and whole units. Fitted on the H200 (twenty-eighth session) from
+/// 16 such splits against the same tiles whole: 6.4–9.2 K blocks, 8.2 on average, slim to wide
+/// tiles, K of 2048–16384. Counted so, the splits it turns whole ran whole faster at 72 of 77
+/// shapes measured (twenty-ninth session, forced, two rounds; by up to 29%: 384×768×2048 slim
+/// pairs 0.95–0.98× cuBLAS against 0.73–0.76× split), where those it keeps ran slower whole at 7
+/// of 8 (128×1792×8192: 0.67× against 0.88×).
+const THIN_FIXUP_KB: u32 = 8;
 
 impl StreamK {
     /// The schedule: stream-K over the last `workers` units plus the incomplete wave, or over
@@ -166,6 +174,11 @@ impl StreamK {
         if share < MIN_SHARE || sk.path() >= self.path() {
             return None;
         }
+        // Every unit is split and every worker waits for some of them: a thin split costs more
+        // per fix-up than one after whole waves, so it must win by more than FIXUP_KB counts.
+        if units < workers && sk.path() + (THIN_FIXUP_KB - FIXUP_KB) as u64 * sk.fixups() >= self.path() {
+            return None;
+        }
         Some(sk)
     }
 
@@ -176,8 +189,12 @@ impl StreamK {
         if self.share == 0 {
             return self.units.div_ceil(workers) as u64 * self.num_kb as u64;
         }
-        let fixups = self.num_kb.div_ceil(self.share) as u64;
-        (self.dp_units / workers) as u64 * self.num_kb as u64 + self.share as u64 + FIXUP_KB as u64 * fixups
+        (self.dp_units / workers) as u64 * self.num_kb as u64 + self.share as u64 + FIXUP_KB as u64 * self.fixups()
+    }
+
+    /// The fix-ups [`path`](Self::path) counts for a busy worker: one per share a unit spans.
+    const fn fixups(&self) -> u64 {
+        if self.share == 0 { 0 } else { self.num_kb.div_ceil(self.share) as u64 }
     }
 
     /// Every unit whole, one wave after another.
@@ -486,9 +503,13 @@ mod tests {
         assert_eq!((sk.dp_units, sk.share), (66, 56), "one wave whole, then 78 units × 47 blocks over 66");
         assert!(check_stream_k(80, 64, 66).splits(), "1.2 waves");
         assert!(!check_stream_k(1000, 1000, 1).splits());
-        // Fewer units than workers and a deep K: split-K in effect.
+        // Fewer units than workers and a deep K: split-K in effect (12 + 11 fix-ups of 8 blocks
+        // is still shorter than 128).
         let sk = check_stream_k(6, 128, 66);
         assert_eq!((sk.dp_units, sk.share), (0, 12));
+        // Not where it wins only by what fix-ups of FIXUP_KB count: 256×1664×2048 in slim pairs,
+        // 26 units of 32 blocks, would be 13 + 3 × 4 = 25 against 32, but 13 + 3 × 8 = 37.
+        assert!(!check_stream_k(26, 32, 66).splits());
     }
 
     #[test]
