@@ -97,8 +97,8 @@ const THIN_FIXUP_KB: u32 = 8;
 impl StreamK {
     /// The schedule: stream-K over the last `workers` units plus the incomplete wave, or over
     /// all units when there are fewer than workers, when that shortens the busiest worker's
-    /// [`path`](Self::path); failing that, over the incomplete wave alone; otherwise every unit
-    /// whole.
+    /// [`path`](Self::path) (over all units, even with its fix-ups counted at `THIN_FIXUP_KB`);
+    /// failing that, over the incomplete wave alone; otherwise every unit whole.
     pub const fn new(units: u32, num_kb: u32, workers: u32) -> StreamK {
         let whole = StreamK::whole(units, num_kb, workers);
         if workers <= 1 || num_kb == 0 || units.is_multiple_of(workers) {
