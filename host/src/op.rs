@@ -615,8 +615,9 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         let twins_share_the_smaller_operand = kop.m < kop.n;
         let tile_columns = columns_of_tiles(s, &kop);
         let square = (s.tile_m, s.tile_n) == SQUARE;
+        let one_row_twin = one_row_of_twins(s, &kop);
         let columns = match tile_columns {
-            _ if one_row_of_twins(s, &kop) => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
+            _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
             _ if s.cluster_along_n => {
                 kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves) || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
             }
@@ -642,7 +643,7 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
             square,
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
-            one_row_twin: one_row_of_twins(s, &kop),
+            one_row_twin,
             wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && tile_columns >= 5,
         })
     })
