@@ -6,8 +6,7 @@
 //! Without a GPU it says so and exits successfully.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use cudarc::driver::{sys, CudaSlice, CudaStream};
-use half::bf16;
+use cudarc::driver::{sys, CudaStream};
 use hgemm::testing::{self, Cublas};
 use hgemm::Gemm;
 use std::sync::Arc;
@@ -49,31 +48,23 @@ fn bench(c: &mut Criterion) {
     let blas = Cublas::new(&stream).unwrap();
     for (m, n, k) in shapes() {
         let sets = testing::rotation_sets(gemm.device().l2_bytes, 2 * (m * k + n * k + m * n));
-        let ops: Vec<(CudaSlice<bf16>, CudaSlice<bf16>)> = (0..sets as u64)
-            .map(|s| {
-                (
-                    testing::random(&gemm, &stream, m * k, 2 * s + 1, 1.0).unwrap(),
-                    testing::random(&gemm, &stream, n * k, 2 * s + 2, 1.0 / (k as f32).sqrt()).unwrap(),
-                )
-            })
-            .collect();
-        let mut outs: Vec<CudaSlice<bf16>> = (0..sets).map(|_| testing::random(&gemm, &stream, m * n, 0, 1.0).unwrap()).collect();
+        let (a_sets, b_sets, mut outs) = testing::input_sets(&gemm, &stream, &hgemm::GemmOp::new(m, n, k), sets, 0).unwrap();
 
         let mut group = c.benchmark_group(format!("gemm {m}x{n}x{k}"));
         group.throughput(Throughput::Elements((2 * m * n * k) as u64));
         group.sample_size(20);
         group.bench_function("cuBLAS", |b| {
-            b.iter_custom(|iters| gpu_time(&stream, iters, |i| blas.matmul(&ops[i % sets].0, &ops[i % sets].1, &mut outs[i % sets], m, n, k).unwrap()))
+            b.iter_custom(|iters| gpu_time(&stream, iters, |i| blas.matmul(&a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()))
         });
         for kernel in gemm.ladder() {
             group.bench_function(BenchmarkId::new("hgemm", format!("{} v{}", kernel.family.name(), kernel.version)), |b| {
                 b.iter_custom(|iters| {
-                    gpu_time(&stream, iters, |i| gemm.matmul_with(kernel, &stream, &ops[i % sets].0, &ops[i % sets].1, &mut outs[i % sets], m, n, k).unwrap())
+                    gpu_time(&stream, iters, |i| gemm.matmul_with(kernel, &stream, &a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap())
                 })
             });
         }
         group.bench_function(BenchmarkId::new("hgemm", "auto"), |b| {
-            b.iter_custom(|iters| gpu_time(&stream, iters, |i| gemm.matmul(&stream, &ops[i % sets].0, &ops[i % sets].1, &mut outs[i % sets], m, n, k).unwrap()))
+            b.iter_custom(|iters| gpu_time(&stream, iters, |i| gemm.matmul(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()))
         });
         group.finish();
     }

@@ -44,6 +44,23 @@ pub fn random(gemm: &Gemm, stream: &Arc<CudaStream>, len: usize, seed: u64, scal
     Ok(buf)
 }
 
+/// A, B and C of every input set ([`input_sets`]).
+pub type InputSets = (Vec<CudaSlice<bf16>>, Vec<CudaSlice<bf16>>, Vec<CudaSlice<bf16>>);
+
+/// Input sets for calls of `op` to rotate through ([`rotation_sets`] says how many): fresh random
+/// A, B scaled by K^-1/2 (so that C stays of the order of one) and C, of [`lengths`]`(op)`
+/// each, every buffer from its own stream derived from `seed`.
+pub fn input_sets(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, sets: usize, seed: u64) -> Result<InputSets> {
+    let (la, lb, lc) = lengths(op);
+    let (mut a, mut b, mut c) = (Vec::with_capacity(sets), Vec::with_capacity(sets), Vec::with_capacity(sets));
+    for s in 0..sets as u64 {
+        a.push(random(gemm, stream, la, seed ^ (3 * s + 1), 1.0)?);
+        b.push(random(gemm, stream, lb, seed ^ (3 * s + 2), 1.0 / (op.k.max(1) as f32).sqrt())?);
+        c.push(random(gemm, stream, lc, seed ^ (3 * s + 3), 1.0)?);
+    }
+    Ok((a, b, c))
+}
+
 /// Set every element of `buf` to `bits`.
 pub fn fill<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut B, bits: u16) -> Result<()> {
     let len = buf.len();

@@ -407,12 +407,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let set_bytes = 2 * (la + lb + lc);
     let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    for s in 0..sets as u64 {
-        a.push(testing::random(gemm, stream, la, seed ^ (3 * s + 1), 1.0)?);
-        b.push(testing::random(gemm, stream, lb, seed ^ (3 * s + 2), 1.0 / (op.k.max(1) as f32).sqrt())?);
-        c.push(testing::random(gemm, stream, lc, seed ^ (3 * s + 3), 1.0)?);
-    }
+    let (a, b, mut c) = testing::input_sets(gemm, stream, op, sets, seed)?;
 
     // Each candidate once on the first set, from C as it was (poisoned, where C is not read, so
     // that an element left unwritten shows), against auto's pick: tuning never takes a kernel

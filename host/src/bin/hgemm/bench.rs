@@ -188,15 +188,8 @@ fn bench_shape(
 ) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let set_bytes = 2 * (m * k + n * k + m * n);
     let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
-    let mut a = Vec::new();
-    let mut b = Vec::new();
-    let mut c = Vec::new();
-    for s in 0..sets as u64 {
-        a.push(testing::random(gemm, stream, m * k, 2 * s + 1, 1.0)?);
-        b.push(testing::random(gemm, stream, n * k, 2 * s + 2, 1.0 / (k as f32).sqrt())?);
-        c.push(testing::random(gemm, stream, m * n, 0, 1.0)?);
-    }
     let op = hgemm::GemmOp::new(m, n, k);
+    let (a, b, mut c) = testing::input_sets(gemm, stream, &op, sets, 0)?;
     let mut prepared = Vec::new();
     for s in 0..sets {
         prepared.push(gemm.prepare(None, stream, &op, &a[s], &b[s], &mut c[s])?);
