@@ -119,7 +119,7 @@ fn the_readme_llm_table_is_what_plan_llm_runs() {
 
 #[test]
 fn plan_why_lists_the_prices_auto_weighs() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--shapes", "8192x8192x8192,3072x384x4096"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--shapes", "8192x8192x8192,4352x256x4096"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     // Each shape's line, then its entries indented, cheapest first (price, name, eligible); the
@@ -139,13 +139,13 @@ fn plan_why_lists_the_prices_auto_weighs() {
         assert!(priced.windows(2).all(|w| w[0].0 <= w[1].0), "{text}");
         assert!(priced.iter().any(|p| p.1 == head[1] && p.2), "{}: the pick is not listed as eligible\n{text}", head[0]);
     }
-    // At 8192³ the pick is the cheapest entry; at 3072×384×4096 whole trim tiles priced within
+    // At 8192³ the pick is the cheapest entry; at 4352×256×4096 whole trim tiles priced within
     // 6% take the call from the cheaper square pairs, split with fewer units than pairs.
     assert_eq!(blocks[0].1.iter().find(|p| p.2).unwrap().1, "hopper_v7", "{text}");
     let eligible: Vec<&str> = blocks[1].1.iter().filter(|p| p.2).map(|p| p.1).collect();
     assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk_cm"), "{text}");
     // The pick's line says so, and where a rule overruled the cheaper entries, that it did.
-    let (first, second) = text.split_once("\n3072x384x4096 ").unwrap();
+    let (first, second) = text.split_once("\n4352x256x4096 ").unwrap();
     let note = |block: &str, name: &str| block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string();
     assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
     assert!(note(second, "hopper_v7_trim_kk_cm").ends_with("(auto's pick: a rule of `op::choose` prefers it to the cheaper entries above)"), "{text}");
