@@ -501,8 +501,7 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             // the whole path kept the mid tile whole where seven waves of wide tiles and a split
             // one ran 2–5% faster (2048×15360×4096, 3584×15360×8192; thirtieth session).
             Some(sk) if sk.num_kb > 0 => {
-                let whole = (sk.dp_units / sk.workers.max(1)) as f64;
-                let path = sk.path() as f64 / sk.num_kb as f64;
+                let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
                 whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
             }
             _ => {
