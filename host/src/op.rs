@@ -438,6 +438,19 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     if let Some(sq) = square_whole.filter(|sq| best.wide_trim_in_columns && sq.cost <= best.cost * WIDE_TRIM_SQUARE) {
         return Some(sq.spec);
     }
+    // The wide tile, whole or split, where its last column of tiles is at least half empty,
+    // gives way to whole waves of square pairs priced within `WIDE_HALF_EMPTY_SQUARE` of it
+    // (thirty-first session, forced, two rounds). Against the wide tile split: faster in both at
+    // 59 of the 79 such shapes measured, by up to 27%, slower in both at 3, by 1–2.4%, geometric
+    // mean 1.042× (6016×1664×1024 1.25× the wide tile's speed, 6400×2688×2048 1.12×,
+    // 7808×2176×4096 1.06×). Against the wide tile whole, at all 16 such shapes: faster in both
+    // at 13, slower at 3, by 1.5–3.5%, geometric mean 1.036× (7552×1408×1024 1.08–1.10×); priced
+    // 6–10% apart, the square pairs lost at 8 of 12. `price` counts the empty half as work, and
+    // still the wide tile ran slower than priced. Where N takes whole wide tiles the comparison
+    // with the wide tile split was level (35 shapes, 0.95–1.05×): no rule there.
+    if let Some(sq) = square_whole.filter(|sq| best.wide_half_empty && sq.cost <= best.cost * WIDE_HALF_EMPTY_SQUARE) {
+        return Some(sq.spec);
+    }
     // Square pairs split with fewer units than pairs give way to whole waves priced within
     // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
     // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
@@ -446,16 +459,6 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
     // their transposes or the same at another K). Against other split schedules square pairs
     // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
-    // The wide tile split, where its last column of tiles is at least half empty, gives way to
-    // whole waves of square pairs priced within `WIDE_SPLIT_SQUARE` of it (thirty-first session,
-    // forced, two rounds: faster in both at 59 of the 79 such shapes measured, by up to 27%,
-    // slower in both at 3, by 1–2.4%, geometric mean 1.042×: 6016×1664×1024 1.25× the wide
-    // tile split's speed, 6400×2688×2048 1.12×, 7808×2176×4096 1.06×). `price` counts the
-    // empty half as work, and still the wide tile ran slower than priced. Where N takes whole
-    // wide tiles the same comparison was level (35 shapes, 0.95–1.05×): no rule there.
-    if let Some(sq) = square_whole.filter(|sq| best.wide_split_half_empty && sq.cost <= best.cost * WIDE_SPLIT_SQUARE) {
-        return Some(sq.spec);
-    }
     match best_whole {
         Some(w) if best.thin_square_split && w.cost <= best.cost * THIN_SQUARE_SPLIT => Some(w.spec),
         _ => Some(best.spec),
@@ -493,8 +496,8 @@ pub struct Priced<'a> {
     one_row_twin: bool,
     /// The wide tile trimmed in five columns of tiles or more.
     wide_trim_in_columns: bool,
-    /// The wide tile split by K, its last column of tiles at least half empty.
-    wide_split_half_empty: bool,
+    /// The wide tile, its last column of tiles at least half empty.
+    wide_half_empty: bool,
 }
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
@@ -662,9 +665,7 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,
             wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && tile_columns >= 5,
-            wide_split_half_empty: (s.tile_m, s.tile_n) == WIDE
-                && sched.is_some_and(|sk| !whole(&sk))
-                && kop.n.div_ceil(SQUARE.1 as usize) < 2 * columns_of_tiles(s, &kop),
+            wide_half_empty: (s.tile_m, s.tile_n) == WIDE && kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns,
         })
     })
 }
@@ -695,9 +696,9 @@ const SQUARE: (u32, u32) = (128, 128);
 /// The wide tile's shape.
 const WIDE: (u32, u32) = (128, 256);
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
-/// tile split with a half-empty last column (see `choose`): the measured ones were priced up to
-/// 5% dearer, and ran 0.98–1.27× as fast.
-const WIDE_SPLIT_SQUARE: f64 = 1.05;
+/// tile with a half-empty last column (see `choose`): the measured ones were priced up to 5%
+/// dearer, and ran 0.97–1.27× as fast.
+const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
 /// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
 /// 0.5% dearer and ran up to 5.5% faster.
@@ -999,13 +1000,15 @@ mod tests {
         assert_eq!(pick(3584, 15360, 8192), wide);
         assert_eq!(pick(3072, 1792, 1024), mid);
         assert_eq!(pick(1792, 3072, 1024), mid);
-        // The wide tile split with its last column half empty gives way to whole square pairs
-        // priced within 5% (thirty-first session, forced, two rounds: 6016×1664×1024 1.25× the
-        // wide tile's speed, 6400×2688×2048 1.12×, 7808×2176×4096 1.06×); with whole columns it
-        // stays (2560×4096×4096, priced as far apart, 0.98× as fast).
+        // The wide tile, split or whole, with its last column half empty gives way to whole
+        // square pairs priced within 5% (thirty-first session, forced, two rounds: 6016×1664×1024
+        // 1.25× the wide tile split's speed, 6400×2688×2048 1.12×, 7808×2176×4096 1.06×;
+        // 7552×1408×1024 1.08–1.10× the wide tile whole's); with whole columns it stays
+        // (2560×4096×4096, priced as far apart, 0.98× as fast).
         assert_eq!(pick(6016, 1664, 1024), square);
         assert_eq!(pick(7808, 2176, 4096), square);
         assert_eq!(pick(6400, 2688, 2048), square);
+        assert_eq!(pick(7552, 1408, 1024), square);
         assert_eq!(pick(2560, 4096, 4096), wide);
         assert_eq!(pick(1280, 8192, 4096), wide);
         // At short K the mid tile's epilogue, which the wide tile hides (`holds_tile`), decides
