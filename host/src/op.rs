@@ -443,11 +443,13 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // (thirty-first session, forced, two rounds). Against the wide tile split: faster in both at
     // 59 of the 79 such shapes measured, by up to 27%, slower in both at 3, by 1–2.4%, geometric
     // mean 1.042× (6016×1664×1024 1.25× the wide tile's speed, 6400×2688×2048 1.12×,
-    // 7808×2176×4096 1.06×). Against the wide tile whole, at all 16 such shapes: faster in both
-    // at 13, slower at 3, by 1.5–3.5%, geometric mean 1.036× (7552×1408×1024 1.08–1.10×); priced
-    // 6–10% apart, the square pairs lost at 8 of 12. `price` counts the empty half as work, and
-    // still the wide tile ran slower than priced. Where N takes whole wide tiles the comparison
-    // with the wide tile split was level (35 shapes, 0.95–1.05×): no rule there.
+    // 7808×2176×4096 1.06×). Against the wide tile whole, at all 16 such shapes of the fine grid:
+    // faster in both at 13, slower at 3, by 1.5–3.5%, geometric mean 1.036× (7552×1408×1024
+    // 1.08–1.10×), and at all 4 of `hgemm plan`'s grids by 14–22% in three rounds
+    // (28672×896×1024); priced 6–10% apart, the square pairs lost at 8 of 12. `price` counts
+    // the empty half as work, and still the wide tile ran slower than priced. Where N takes
+    // whole wide tiles the comparison with the wide tile split was level (35 shapes,
+    // 0.95–1.05×): no rule there.
     if let Some(sq) = square_whole.filter(|sq| best.wide_half_empty && sq.cost <= best.cost * WIDE_HALF_EMPTY_SQUARE) {
         return Some(sq.spec);
     }
