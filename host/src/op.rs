@@ -435,9 +435,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // 0.92–0.93×, 5504×1920×8192 0.95× against 0.92×). Three of its whole waves there cost what
     // five of square pairs do; against the wide tile split it won wherever it was measured
     // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×).
-    if let Some(sq) = square_whole.filter(|sq| best.wide_trim_in_columns && sq.cost <= best.cost * WIDE_TRIM_SQUARE) {
-        return Some(sq.spec);
-    }
+    //
     // The wide tile, whole or split, where its last column of tiles is at least half empty,
     // gives way to whole waves of square pairs priced within `WIDE_HALF_EMPTY_SQUARE` of it
     // (thirty-first session, forced, two rounds). Against the wide tile split: faster in both at
@@ -450,7 +448,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // the empty half as work, and still the wide tile ran slower than priced. Where N takes
     // whole wide tiles the comparison with the wide tile split was level (35 shapes,
     // 0.95–1.05×): no rule there.
-    if let Some(sq) = square_whole.filter(|sq| best.wide_half_empty && sq.cost <= best.cost * WIDE_HALF_EMPTY_SQUARE) {
+    if let Some(sq) = square_whole.filter(|sq| best.square_whole_within.is_some_and(|within| sq.cost <= best.cost * within)) {
         return Some(sq.spec);
     }
     // Square pairs split with fewer units than pairs give way to whole waves priced within
@@ -496,10 +494,10 @@ pub struct Priced<'a> {
     one_wave_in_one_column: bool,
     /// Twin pairs in one row of pairs (see `price`).
     one_row_twin: bool,
-    /// The wide tile trimmed in five columns of tiles or more.
-    wide_trim_in_columns: bool,
-    /// The wide tile, its last column of tiles at least half empty.
-    wide_half_empty: bool,
+    /// How much dearer whole square pairs may be priced and still take the call from it: the
+    /// wide tile trimmed in five columns of tiles or more, or the wide tile with its last column
+    /// at least half empty (see `choose`).
+    square_whole_within: Option<f64>,
 }
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
@@ -666,8 +664,11 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             square,
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,
-            wide_trim_in_columns: (s.tile_m, s.tile_n) == WIDE_TRIM && tile_columns >= 5,
-            wide_half_empty: (s.tile_m, s.tile_n) == WIDE && kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns,
+            square_whole_within: match (s.tile_m, s.tile_n) {
+                WIDE_TRIM if tile_columns >= 5 => Some(WIDE_TRIM_SQUARE),
+                WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(WIDE_HALF_EMPTY_SQUARE),
+                _ => None,
+            },
         })
     })
 }
