@@ -1099,11 +1099,14 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 boxes += T::BN.div_ceil(C_BOX.inner);
                 held = <T::Held as Held<T::Acc>>::none();
             }
-            if n0 + T::BN > tma_columns && !c_col {
+            if n0 + T::BN > tma_columns && tma_columns < args.n && !c_col {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
                 // above left them out; store them (with their old values, for beta) directly.
                 // (Entries that write C column-major take only calls whose C has a multiple of 8
-                // elements along its contiguous dimension: TMA writes all of it.)
+                // elements along its contiguous dimension: TMA writes all of it.) Where N is a
+                // multiple of 8 there are none, and the pass, ~47 KB of straight-line SASS
+                // whose first run on an SM misses in the instruction cache, must not run: it
+                // cost every tile of a partly empty last column ~1.8 µs (thirty-second session).
                 let out = Output::new(args, z as u32);
                 acc.for_each_pair(|p, lo, hi| {
                     let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
