@@ -128,10 +128,11 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, thirty-first session's final run, paired with cuBLAS
-//! in one process, a card that clocked a median 1485 MHz under the cap): 694 TFLOP/s, 1.044×
-//! cuBLAS (v6: 1.019×); the same kernel as `auto` and `direct` read 1.046× and 1.051×, and 1.034×
-//! in the sweep. The thirtieth session's final run read 1.045, 1.049, 1.044 and 1.030 (1470 MHz);
+//! Measured on an H200 at 8192³ (2026-12-01, thirty-second session's final run, paired with
+//! cuBLAS in one process, a card that clocked a median 1455 MHz under the cap): 685 TFLOP/s,
+//! 1.042× cuBLAS (v6: 0.999×); the same kernel as `auto` and `direct` read 1.045× and 1.042×, and
+//! 1.032× in the sweep. The thirty-first session's final run read 1.044, 1.046, 1.051 and 1.034
+//! (1485 MHz); the thirtieth session's final run read 1.045, 1.049, 1.044 and 1.030 (1470 MHz);
 //! the twenty-ninth session's final run read 1.055, 1.048, 1.053 and 1.053 (1455 MHz); the
 //! twenty-eighth session's final run read 1.041, 1.049, 1.046 and 1.031, three more
 //! rounds on that card 1.032–1.040 (v7), 1.046–1.055 (`auto`), and 1.042 (`auto`) on another
