@@ -445,9 +445,12 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // faster in both at 13, slower at 3, by 1.5–3.5%, geometric mean 1.036× (7552×1408×1024
     // 1.08–1.10×), and at all 4 of `hgemm plan`'s grids by 14–22% in three rounds
     // (28672×896×1024); priced 6–10% apart, the square pairs lost at 8 of 12. `price` counts
-    // the empty half as work, and still the wide tile ran slower than priced. Where N takes
-    // whole wide tiles the comparison with the wide tile split was level (35 shapes,
-    // 0.95–1.05×): no rule there.
+    // the empty half as work, and still the wide tile ran slower than priced, part of it a
+    // fixed cost of every tile of a partly empty column that v7 no longer pays (thirty-second
+    // session, 8447cd4). Measured again after that fix, two rounds: against the wide tile split
+    // +2.2% over 40 of the moves (faster in both at 17, slower in both at 3); against it whole
+    // −0.7% over the fine grid's 16, +0.4–5% over the grids' 4. Where N takes whole wide tiles
+    // the comparison with the wide tile split was level (35 shapes, 0.95–1.05×): no rule there.
     if let Some(sq) = square_whole.filter(|sq| best.square_whole_within.is_some_and(|within| sq.cost <= best.cost * within)) {
         return Some(sq.spec);
     }
@@ -700,7 +703,7 @@ const SQUARE: (u32, u32) = (128, 128);
 const WIDE: (u32, u32) = (128, 256);
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
 /// tile with a half-empty last column (see `choose`): the measured ones were priced up to 5%
-/// dearer, and ran 0.97–1.27× as fast.
+/// dearer, and ran 0.97–1.27× as fast (0.93–1.11× after the thirty-second session's fix).
 const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
 /// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
