@@ -29,6 +29,17 @@ pub const fn tma_store_columns(n: u32) -> u32 {
     n & !7
 }
 
+/// Whether the tile whose columns are `n0..n0 + tile_n` holds any of the 1–7 columns past
+/// [`tma_store_columns`]`(n)`, which the epilogue then stores from registers. Where `n` is a
+/// multiple of 8 there are none, whichever tile reaches past `n`: the pass is ~47 KB of
+/// straight-line SASS in v7, fetched cold, and running it for every tile of a partly empty last
+/// column cost each ~1.8 µs on the H200 (thirty-second session, docs/performance.md).
+#[inline(always)]
+pub const fn holds_columns_past_tma(n0: u32, tile_n: u32, n: u32) -> bool {
+    let tma = tma_store_columns(n);
+    n0 + tile_n > tma && tma < n
+}
+
 /// Byte offset of element (`row`, `col`) of a 128B-swizzled box of 64-element rows. The box must
 /// start 1024-byte aligned (the swizzle pattern repeats every 8 rows of 128 bytes).
 #[inline(always)]
@@ -142,6 +153,30 @@ impl Orientation for ColMajorC {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_tile_holding_the_last_partial_chunk_stores_from_registers() {
+        for n in 1..700 {
+            for tile_n in [16, 32, 64, 80, 96, 112, 128, 160, 192, 224, 256] {
+                let mut holders = 0;
+                for n0 in (0..n).step_by(tile_n as usize) {
+                    let holds = holds_columns_past_tma(n0, tile_n, n);
+                    // Some column of the tile, within N, lies past the last whole chunk.
+                    let expected = (n0..(n0 + tile_n).min(n)).any(|col| col >= n / 8 * 8);
+                    assert_eq!(holds, expected, "n {n}, tile {tile_n}, n0 {n0}");
+                    holders += holds as u32;
+                }
+                // One tile where N ends inside a chunk (tile widths are multiples of 8, so no tile
+                // boundary splits it), none where N is a multiple of 8.
+                assert_eq!(holders, (n % 8 != 0) as u32, "n {n}, tile {tile_n}");
+            }
+        }
+        // The mid tile's last column at N = 4480 (a third full) stores nothing from registers; the
+        // last of N = 301's tiles of 64 does, and the one before it does not.
+        assert!(!holds_columns_past_tma(4416, 192, 4480));
+        assert!(holds_columns_past_tma(256, 64, 301));
+        assert!(!holds_columns_past_tma(192, 64, 301));
+    }
 
     #[test]
     fn swizzle_permutes_chunks_within_each_row() {

@@ -716,7 +716,7 @@ entries! {
 /// `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
 fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
-    use crate::staging::{fragment_pair_addr, tma_store_columns};
+    use crate::staging::{fragment_pair_addr, holds_columns_past_tma, tma_store_columns};
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
@@ -1100,14 +1100,12 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 boxes += T::BN.div_ceil(C_BOX.inner);
                 held = <T::Held as Held<T::Acc>>::none();
             }
-            if n0 + T::BN > tma_columns && tma_columns < args.n && !c_col {
+            if holds_columns_past_tma(n0, T::BN, args.n) && !c_col {
                 // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
                 // above left them out; store them (with their old values, for beta) directly.
                 // (Entries that write C column-major take only calls whose C has a multiple of 8
-                // elements along its contiguous dimension: TMA writes all of it.) Where N is a
-                // multiple of 8 there are none, and the pass, ~47 KB of straight-line SASS
-                // whose first run on an SM misses in the instruction cache, must not run: it
-                // cost every tile of a partly empty last column ~1.8 µs (thirty-second session).
+                // elements along its contiguous dimension: TMA writes all of it.) Only the tile
+                // that holds them runs this pass, never one that merely reaches past N.
                 let out = Output::new(args, z as u32);
                 acc.for_each_pair(|p, lo, hi| {
                     let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
