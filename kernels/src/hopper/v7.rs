@@ -142,7 +142,7 @@
 //! 1.048, its first call 1.068, 1.033 and 1.044; the twenty-second session's final run read 1.042,
 //! the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth session's card
 //! read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor pipe is busy 97.2%
-//! of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric mean: 1.011 in the final
+//! of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric mean: 1.012 in the final
 //! run.
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
