@@ -2,9 +2,12 @@
 # The test command. Needs no GPU: it installs NVIDIA's ptxas, cuobjdump and nvdisasm from PyPI
 # into .tools/ (once), then runs every test of the workspace; GPU tests are #[ignore]d and run
 # on a GPU machine (scripts/device-final.sh runs them from binaries built here).
-# rust-toolchain.toml brings the pinned nightly and rust-src with the first cargo call.
+# The pinned nightly and rust-src come from rust-toolchain.toml; rustup 1.28 and later no longer
+# install a missing pinned toolchain on the first cargo call, so it is installed here (a no-op
+# where it is present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rustup toolchain install
 CUDA_TOOLS=.tools/cuda
 VERSION=13.5.37
 if [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/ptxas" ] || [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/cuobjdump" ]; then
