@@ -307,10 +307,28 @@ fn to_json(gemm: &Gemm, rows: &[Row]) -> String {
     s
 }
 
+/// The rows as CSV. The implementation is quoted (RFC 4180): names such as "auto, as priced"
+/// hold a comma.
 fn to_csv(rows: &[Row]) -> String {
     let mut s = String::from("m,n,k,implementation,ms,tflops,vs_cublas\n");
     for r in rows {
-        let _ = writeln!(s, "{},{},{},{},{:.6},{:.2},{:.4}", r.shape.0, r.shape.1, r.shape.2, r.name, r.ms, r.tflops, r.vs_cublas);
+        let name = r.name.replace('"', "\"\"");
+        let _ = writeln!(s, "{},{},{},\"{name}\",{:.6},{:.2},{:.4}", r.shape.0, r.shape.1, r.shape.2, r.ms, r.tflops, r.vs_cublas);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_names_that_hold_commas() {
+        let row = |name: &str| Row { shape: (8192, 1024, 4096), name: name.into(), ms: 0.5, tflops: 600.0, vs_cublas: 1.0 };
+        let csv = to_csv(&[row("cuBLAS"), row("auto, as priced")]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "m,n,k,implementation,ms,tflops,vs_cublas");
+        assert_eq!(lines[1], "8192,1024,4096,\"cuBLAS\",0.500000,600.00,1.0000");
+        assert_eq!(lines[2], "8192,1024,4096,\"auto, as priced\",0.500000,600.00,1.0000");
+    }
 }
