@@ -434,7 +434,10 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // 4864×2176×4096 0.98× cuBLAS against 0.94–0.95×, 3584×2944×4096 0.96–0.97× against
     // 0.92–0.93×, 5504×1920×8192 0.95× against 0.92×). Three of its whole waves there cost what
     // five of square pairs do; against the wide tile split it won wherever it was measured
-    // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×).
+    // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×). Measured
+    // again after the thirty-second session's epilogue fix (30 of the fine grid's 33 moves have
+    // the trimmed tile's last column partly empty), forced, two rounds: level, geometric mean
+    // 1.002× (faster in both at 11, slower in both at 11, by up to 2.3%); kept.
     //
     // The wide tile, whole or split, where its last column of tiles is at least half empty,
     // gives way to whole waves of square pairs priced within `WIDE_HALF_EMPTY_SQUARE` of it
