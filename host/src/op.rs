@@ -437,7 +437,7 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×). Measured
     // again after the thirty-second session's epilogue fix (30 of the fine grid's 33 moves have
     // the trimmed tile's last column partly empty), forced, two rounds: level, geometric mean
-    // 1.002× (faster in both at 11, slower in both at 11, by up to 2.3%); kept.
+    // 1.002× (faster in both at 11, slower in both at 11; per shape 0.98–1.03×); kept.
     //
     // The wide tile, whole or split, where its last column of tiles is at least half empty,
     // gives way to whole waves of square pairs priced within `WIDE_HALF_EMPTY_SQUARE` of it

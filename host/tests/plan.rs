@@ -1,11 +1,12 @@
-//! `hgemm plan` and the README's kernel columns: which kernel `auto` runs for a shape, and
-//! whether it splits tiles, worked out without a GPU. Needs no GPU.
+//! `hgemm plan` and the kernel columns of the README's and `docs/shapes.md`'s tables: which
+//! kernel `auto` runs for a shape, and whether it splits tiles, worked out without a GPU. Needs
+//! no GPU.
 
 use hgemm::{op, GemmOp, KernelSpec};
 use hgemm_kernels::spec::Family;
 use std::process::Command;
 
-/// The Hopper kernel `auto` picks on a 132-SM GPU, as the README's tables name it, and whether
+/// The Hopper kernel `auto` picks on a 132-SM GPU, as the tables name it, and whether
 /// its schedule splits tiles by K.
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
@@ -18,10 +19,10 @@ fn shape(cell: &str) -> (usize, usize, usize) {
     (d[0], d[1], d[2])
 }
 
-/// Rows of the README's markdown tables whose header starts with `header`.
-fn table_rows<'a>(readme: &'a str, header: &str) -> Vec<Vec<&'a str>> {
+/// Rows of the markdown tables in `doc` whose header starts with `header`.
+fn table_rows<'a>(doc: &'a str, header: &str) -> Vec<Vec<&'a str>> {
     let mut rows = Vec::new();
-    let mut lines = readme.lines();
+    let mut lines = doc.lines();
     while let Some(line) = lines.next() {
         if line.starts_with(header) {
             lines.next(); // |---|
@@ -34,7 +35,7 @@ fn table_rows<'a>(readme: &'a str, header: &str) -> Vec<Vec<&'a str>> {
 }
 
 #[test]
-fn the_readme_names_the_kernels_auto_runs() {
+fn the_tables_name_the_kernels_auto_runs() {
     let readme = include_str!("../../README.md");
     // The sweep: "split" and "kernel" are its last two columns.
     let sweep = table_rows(readme, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | without stream-K");
@@ -47,9 +48,10 @@ fn the_readme_names_the_kernels_auto_runs() {
         checked += 1;
     }
     assert_eq!(checked, 12, "the sweep table has the issue's twelve shapes");
-    // Beyond the sweep: "kernel" reads `wide`, or the entry's name after `hopper_v7_`, and
-    // ", split" where the schedule splits.
-    let beyond = table_rows(readme, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | kernel |");
+    // Beyond the sweep (`docs/shapes.md`): "kernel" reads `wide`, or the entry's name after
+    // `hopper_v7_`, and ", split" where the schedule splits.
+    let shapes = include_str!("../../docs/shapes.md");
+    let beyond = table_rows(shapes, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | kernel |");
     assert!(beyond.len() >= 60, "the beyond-the-sweep tables: {} rows", beyond.len());
     for row in &beyond {
         let (m, n, k) = shape(row[0]);
@@ -60,7 +62,7 @@ fn the_readme_names_the_kernels_auto_runs() {
             None => (said, false),
         };
         let name = if name == "wide" { "hopper_v7".to_string() } else { format!("hopper_v7_{name}") };
-        assert_eq!((name.as_str(), said_split), (kernel, split), "README row {}", row[0]);
+        assert_eq!((name.as_str(), said_split), (kernel, split), "docs/shapes.md row {}", row[0]);
     }
 }
 
@@ -90,13 +92,13 @@ fn plan_runs_without_a_gpu() {
 }
 
 #[test]
-fn the_readme_llm_table_is_what_plan_llm_runs() {
-    // The README's table of LLM layers has a row per N×K and a column per M; its bold cells are
-    // the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth session's
-    // rule). `hgemm plan --llm` must list the same 90 shapes.
-    let readme = include_str!("../../README.md");
-    let rows = table_rows(readme, "| N×K | layer | M = 256 |");
-    let header = readme.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
+fn the_llm_table_is_what_plan_llm_runs() {
+    // The table of LLM layers (`docs/shapes.md`) has a row per N×K and a column per M; its bold
+    // cells are the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth
+    // session's rule). `hgemm plan --llm` must list the same 90 shapes.
+    let shapes = include_str!("../../docs/shapes.md");
+    let rows = table_rows(shapes, "| N×K | layer | M = 256 |");
+    let header = shapes.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
     let ms: Vec<usize> = header.trim_matches('|').split('|').skip(2).map(|c| c.trim().trim_start_matches("M = ").parse().unwrap()).collect();
     let mut shapes = Vec::new();
     for row in &rows {
@@ -104,7 +106,7 @@ fn the_readme_llm_table_is_what_plan_llm_runs() {
         for (cell, &m) in row[2..].iter().zip(&ms) {
             let (kernel, _) = pick(m, nk[0], nk[1]);
             let trimmed = kernel.starts_with("hopper_v7_trim") || kernel.starts_with("hopper_v7_midtrim");
-            assert_eq!(cell.starts_with("**"), trimmed, "README LLM cell {m}x{}x{}: {kernel}", nk[0], nk[1]);
+            assert_eq!(cell.starts_with("**"), trimmed, "docs/shapes.md LLM cell {m}x{}x{}: {kernel}", nk[0], nk[1]);
             shapes.push(format!("{m}x{}x{}", nk[0], nk[1]));
         }
     }

@@ -128,22 +128,12 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, thirty-second session's final run, paired with
-//! cuBLAS in one process, a card that clocked a median 1455 MHz under the cap): 685 TFLOP/s,
-//! 1.042× cuBLAS (v6: 0.999×); the same kernel as `auto` and `direct` read 1.045× and 1.042×, and
-//! 1.032× in the sweep. The thirty-first session's final run read 1.044, 1.046, 1.051 and 1.034
-//! (1485 MHz); the thirtieth session's final run read 1.045, 1.049, 1.044 and 1.030 (1470 MHz);
-//! the twenty-ninth session's final run read 1.055, 1.048, 1.053 and 1.053 (1455 MHz); the
-//! twenty-eighth session's final run read 1.041, 1.049, 1.046 and 1.031, three more
-//! rounds on that card 1.032–1.040 (v7), 1.046–1.055 (`auto`), and 1.042 (`auto`) on another
-//! lease; the twenty-seventh session's final run read 1.035, 1.040, 1.042 and 1.047, the
-//! twenty-sixth's 1.030, 1.026, 1.031 and 1.030, the twenty-fifth's 1.044, 1.040, 1.045 and 1.030,
-//! the twenty-fourth's 1.053, 1.050, 1.053 and 1.037, the twenty-third's 1.030, 1.038, 1.028 and
-//! 1.048, its first call 1.068, 1.033 and 1.044; the twenty-second session's final run read 1.042,
-//! the twenty-first session's two cards 1.031–1.044 and 1.037–1.055; the nineteenth session's card
-//! read `auto` a median of 1.050 over sixteen readings (1.027–1.057). Its tensor pipe is busy 97.2%
-//! of its cycles (`ncu`; cuBLAS's 93.5%). The 12-shape sweep's geometric mean: 1.012 in the final
-//! run.
+//! Measured on an H200 at 8192³ (2026-12-01, thirty-third session's final run, paired with
+//! cuBLAS in one process, a card that clocked a median 1485 MHz under the cap): 692 TFLOP/s,
+//! 1.039× cuBLAS (v6: 1.015×); the same kernel as `auto` and `direct` read 1.048× and 1.042×, and
+//! 1.044× in the sweep, whose geometric mean was 1.016. Over the last twelve sessions' final runs
+//! its 48 readings at 8192³ have a median of 1.042 (1.026–1.055; the README's table). Its tensor
+//! pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%).
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
