@@ -50,8 +50,8 @@ fn the_tables_name_the_kernels_auto_runs() {
     assert_eq!(checked, 12, "the sweep table has the issue's twelve shapes");
     // Beyond the sweep (`docs/shapes.md`): "kernel" reads `wide`, or the entry's name after
     // `hopper_v7_`, and ", split" where the schedule splits.
-    let shapes = include_str!("../../docs/shapes.md");
-    let beyond = table_rows(shapes, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | kernel |");
+    let doc = include_str!("../../docs/shapes.md");
+    let beyond = table_rows(doc, "| M×N×K | cuBLAS TFLOP/s | hgemm (auto) TFLOP/s | ratio | kernel |");
     assert!(beyond.len() >= 60, "the beyond-the-sweep tables: {} rows", beyond.len());
     for row in &beyond {
         let (m, n, k) = shape(row[0]);
@@ -96,9 +96,9 @@ fn the_llm_table_is_what_plan_llm_runs() {
     // The table of LLM layers (`docs/shapes.md`) has a row per N×K and a column per M; its bold
     // cells are the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth
     // session's rule). `hgemm plan --llm` must list the same 90 shapes.
-    let shapes = include_str!("../../docs/shapes.md");
-    let rows = table_rows(shapes, "| N×K | layer | M = 256 |");
-    let header = shapes.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
+    let doc = include_str!("../../docs/shapes.md");
+    let rows = table_rows(doc, "| N×K | layer | M = 256 |");
+    let header = doc.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
     let ms: Vec<usize> = header.trim_matches('|').split('|').skip(2).map(|c| c.trim().trim_start_matches("M = ").parse().unwrap()).collect();
     let mut shapes = Vec::new();
     for row in &rows {
