@@ -2,7 +2,7 @@
 
 use crate::{flag, open, selected, CliResult};
 use hgemm::testing::{self, Cublas};
-use hgemm::{Gemm, KernelSpec};
+use hgemm::{Choice, Family, Gemm, GemmOp, KernelSpec, TuneTable};
 use hgemm_kernels::hopper::ceiling::{CeilingSpec, CEILINGS};
 use std::fmt::Write as _;
 
@@ -115,11 +115,23 @@ pub fn run(args: &[String]) -> CliResult {
     let gemm = open()?;
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream)?;
-    let shapes = shapes_from(args, &[(8192, 8192, 8192)])?;
     if let Some(path) = flag(args, "--tuning") {
         let n = gemm.load_tuning(&std::fs::read_to_string(path)?)?;
         println!("tuning: {n} choices from {path}");
     }
+    let forced = match flag(args, "--force") {
+        Some(path) => {
+            let d = gemm.device();
+            let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
+            let (table, shapes) = forced_table(&std::fs::read_to_string(path)?, &kernels, gemm.family(), &d.name, d.sms).map_err(|e| format!("{path}: {e}"))?;
+            let n = gemm.load_tuning(&table.to_text())?;
+            println!("forced: {n} choices from {path} (`auto` runs them; `priced` what auto's price picks)");
+            shapes
+        }
+        None => Vec::new(),
+    };
+    let default = if forced.is_empty() { vec![(8192, 8192, 8192)] } else { forced };
+    let shapes = shapes_from(args, &default)?;
     let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
     contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
@@ -307,6 +319,47 @@ fn to_json(gemm: &Gemm, rows: &[Row]) -> String {
     s
 }
 
+/// M, N and K of a call.
+type Shape = (usize, usize, usize);
+
+/// `--force`'s file: a line `MxNxK KERNEL [split|whole]` (`#` starts a comment) makes `auto` run
+/// KERNEL for the plain call of that shape (C = A·Bᵀ, all row-major, alpha 1, beta 0, stream-K
+/// allowed), with its own schedule or, with `whole`, every unit whole: a forced comparison against
+/// `priced` (what `auto`'s price picks) without writing a tuning table by hand. Returns the table,
+/// for the device named `device` with `sms` SMs, and the shapes in the file's order.
+fn forced_table(
+    text: &str,
+    kernels: &[&'static KernelSpec],
+    family: Family,
+    device: &str,
+    sms: u32,
+) -> Result<(TuneTable, Vec<Shape>), String> {
+    let mut table = TuneTable::new(family, device, sms);
+    let mut shapes = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: String| format!("line {}: {why}", i + 1);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (shape, name, split) = match f[..] {
+            [shape, name] => (shape, name, true),
+            [shape, name, "split"] => (shape, name, true),
+            [shape, name, "whole"] => (shape, name, false),
+            _ => return Err(bad(format!("\"{line}\": want MxNxK KERNEL [split|whole]"))),
+        };
+        let (m, n, k) = *parse_shapes(shape).map_err(bad)?.first().ok_or_else(|| bad("no shape".into()))?;
+        let kernel = *kernels.iter().find(|s| s.name == name).ok_or_else(|| bad(format!("no {} kernel {name} in this build", family.name())))?;
+        table.insert(&GemmOp::new(m, n, k), Choice { kernel, split }).map_err(|e| bad(e.to_string()))?;
+        shapes.push((m, n, k));
+    }
+    if shapes.is_empty() {
+        return Err("no line names a shape and a kernel".into());
+    }
+    Ok((table, shapes))
+}
+
 /// The rows as CSV. The implementation is quoted (RFC 4180): names such as "auto, as priced"
 /// hold a comma.
 fn to_csv(rows: &[Row]) -> String {
@@ -321,6 +374,38 @@ fn to_csv(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hopper() -> Vec<&'static KernelSpec> {
+        hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect()
+    }
+
+    #[test]
+    fn force_keys_each_line_as_the_plain_call_auto_is_given() {
+        let text = "# the wide tile trimmed, and square pairs whole\n4864x2176x4096 hopper_v7_widetrim_kk\n\n6272x1664x8192 hopper_v7_widetrim_kk_cm split\n8192x8192x8192 hopper_v7_square_kk whole # a comment\n";
+        let (table, shapes) = forced_table(text, &hopper(), Family::Hopper, "NVIDIA H200", 132).unwrap();
+        assert_eq!(shapes, [(4864, 2176, 4096), (6272, 1664, 8192), (8192, 8192, 8192)]);
+        let got = |m, n, k| table.get(&GemmOp::new(m, n, k)).map(|c| (c.kernel.name, c.split));
+        assert_eq!(got(4864, 2176, 4096), Some(("hopper_v7_widetrim_kk", true)));
+        assert_eq!(got(6272, 1664, 8192), Some(("hopper_v7_widetrim_kk_cm", true)));
+        assert_eq!(got(8192, 8192, 8192), Some(("hopper_v7_square_kk", false)));
+        // What `auto` looks up is the same key: the table as text reads back on the same device.
+        let again = TuneTable::parse(&table.to_text(), Family::Hopper, "NVIDIA H200", 132).unwrap();
+        assert_eq!(again.len(), 3);
+    }
+
+    #[test]
+    fn force_refuses_what_it_cannot_run_and_names_the_line() {
+        let err = |text: &str| forced_table(text, &hopper(), Family::Hopper, "NVIDIA H200", 132).err().unwrap();
+        assert!(err("8192x8192x8192 hopper_v7_nonesuch\n").starts_with("line 1: no hopper kernel hopper_v7_nonesuch"));
+        // Another family's entry is not among the kernels the handle has.
+        assert!(err("8192x8192x8192 blackwell_v7\n").starts_with("line 1: no hopper kernel blackwell_v7"));
+        assert!(err("# c\n8192x8192 hopper_v7\n").starts_with("line 2: bad shape 8192x8192"));
+        assert!(err("8192x8192x8192 hopper_v7 sometimes\n").contains("want MxNxK KERNEL [split|whole]"));
+        // An entry that cannot compute the plain call: it reads A M-major.
+        let e = err("8192x8192x8192 hopper_v7\n512x512x512 hopper_v7_wide_mnk\n");
+        assert!(e.starts_with("line 2: ") && e.contains("hopper_v7_wide_mnk"), "{e}");
+        assert_eq!(err("# nothing\n\n"), "no line names a shape and a kernel");
+    }
 
     #[test]
     fn csv_quotes_names_that_hold_commas() {
