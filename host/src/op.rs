@@ -406,6 +406,54 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured); see [`price`].
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
+    choose_why(kernels, op, sms).map(|(spec, _)| spec)
+}
+
+/// A rule of [`choose`] that takes a call from the cheapest entry, where the price alone was
+/// measured to pick wrong; each one's comment in `choose_why` gives the measurements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// One whole wave of square pairs in one column gives way to whole twin pairs in one row
+    /// priced within `ONE_COLUMN_SQUARE`.
+    OneColumnSquare,
+    /// The wide tile trimmed in many columns gives way to whole square pairs priced within
+    /// `WIDE_TRIM_SQUARE`.
+    WideTrimSquare,
+    /// The wide tile with its last column at least half empty gives way to whole square pairs
+    /// priced within `WIDE_HALF_EMPTY_SQUARE`.
+    WideHalfEmptySquare,
+    /// Square pairs split with fewer units than pairs give way to whole waves priced within
+    /// `THIN_SQUARE_SPLIT`.
+    ThinSquareSplit,
+}
+
+impl Rule {
+    /// Every rule, in the order `choose` tries them.
+    pub const ALL: [Rule; 4] = [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
+
+    /// The name of the rule's bound in `op.rs`, which `hgemm plan --why` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::OneColumnSquare => "ONE_COLUMN_SQUARE",
+            Rule::WideTrimSquare => "WIDE_TRIM_SQUARE",
+            Rule::WideHalfEmptySquare => "WIDE_HALF_EMPTY_SQUARE",
+            Rule::ThinSquareSplit => "THIN_SQUARE_SPLIT",
+        }
+    }
+
+    /// How much dearer the entry the rule prefers may be priced and still take the call.
+    fn bound(self) -> f64 {
+        match self {
+            Rule::OneColumnSquare => ONE_COLUMN_SQUARE,
+            Rule::WideTrimSquare => WIDE_TRIM_SQUARE,
+            Rule::WideHalfEmptySquare => WIDE_HALF_EMPTY_SQUARE,
+            Rule::ThinSquareSplit => THIN_SQUARE_SPLIT,
+        }
+    }
+}
+
+/// [`choose`]'s pick, and the rule that took the call from the cheapest eligible entry, if one did.
+pub fn choose_why<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<(&'a KernelSpec, Option<Rule>)> {
     // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
     // pairs and the cheapest whole twin pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
@@ -425,8 +473,8 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // against 0.94×, 13056×128×1024 1.08× against 1.03×). The square pairs leave 10–16 of 66
     // pairs idle where the twins fill 128–132 SMs with tiles 112 wide; in two waves
     // (28672×128×1024) the twins were not faster (1.04× against 1.05×).
-    if let Some(twin) = one_row_twin_whole.filter(|t| best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * ONE_COLUMN_SQUARE) {
-        return Some(twin.spec);
+    if let Some(twin) = one_row_twin_whole.filter(|t| best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()) {
+        return Some((twin.spec, Some(Rule::OneColumnSquare)));
     }
     // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
     // within `WIDE_TRIM_SQUARE` of it (twenty-eighth session, forced, two rounds: faster in both
@@ -454,8 +502,10 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // +2.2% over 40 of the moves (faster in both at 17, slower in both at 3); against it whole
     // −0.7% over the fine grid's 16, +0.4–5% over the grids' 4. Where N takes whole wide tiles
     // the comparison with the wide tile split was level (35 shapes, 0.95–1.05×): no rule there.
-    if let Some(sq) = square_whole.filter(|sq| best.square_whole_within.is_some_and(|within| sq.cost <= best.cost * within)) {
-        return Some(sq.spec);
+    if let Some(rule) = best.square_whole_within
+        && let Some(sq) = square_whole.filter(|sq| sq.cost <= best.cost * rule.bound())
+    {
+        return Some((sq.spec, Some(rule)));
     }
     // Square pairs split with fewer units than pairs give way to whole waves priced within
     // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
@@ -466,8 +516,8 @@ pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sm
     // their transposes or the same at another K). Against other split schedules square pairs
     // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
     match best_whole {
-        Some(w) if best.thin_square_split && w.cost <= best.cost * THIN_SQUARE_SPLIT => Some(w.spec),
-        _ => Some(best.spec),
+        Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => Some((w.spec, Some(Rule::ThinSquareSplit))),
+        _ => Some((best.spec, None)),
     }
 }
 
@@ -500,10 +550,10 @@ pub struct Priced<'a> {
     one_wave_in_one_column: bool,
     /// Twin pairs in one row of pairs (see `price`).
     one_row_twin: bool,
-    /// How much dearer whole square pairs may be priced and still take the call from it: the
-    /// wide tile trimmed in five columns of tiles or more, or the wide tile with its last column
-    /// at least half empty (see `choose`).
-    square_whole_within: Option<f64>,
+    /// The rule by which whole square pairs may take the call from it: the wide tile trimmed in
+    /// five columns of tiles or more, or the wide tile with its last column at least half empty
+    /// (see `choose`).
+    square_whole_within: Option<Rule>,
 }
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
@@ -671,8 +721,8 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,
             square_whole_within: match (s.tile_m, s.tile_n) {
-                WIDE_TRIM if tile_columns >= 5 => Some(WIDE_TRIM_SQUARE),
-                WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(WIDE_HALF_EMPTY_SQUARE),
+                WIDE_TRIM if tile_columns >= 5 => Some(Rule::WideTrimSquare),
+                WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(Rule::WideHalfEmptySquare),
                 _ => None,
             },
         })

@@ -150,8 +150,25 @@ fn plan_why_lists_the_prices_auto_weighs() {
     let (first, second) = text.split_once("\n4352x256x4096 ").unwrap();
     let note = |block: &str, name: &str| block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string();
     assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
-    assert!(note(second, "hopper_v7_trim_kk_cm").ends_with("(auto's pick: a rule of `op::choose` prefers it to the cheaper entries above)"), "{text}");
+    assert!(note(second, "hopper_v7_trim_kk_cm").ends_with("(auto's pick: `op::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"), "{text}");
     assert!(!note(second, "hopper_v7_square_kk").contains("pick"), "{text}");
+}
+
+/// `--rule NAME` keeps the shapes that rule took from the cheapest entry, and nothing else; a
+/// name that is no rule is an error that lists the rules.
+#[test]
+fn plan_rule_lists_the_moves_of_one_rule() {
+    let run = |rule: &str| Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--rule", rule, "--shapes", "8192x8192x8192,4352x256x4096,4864x2176x4096,1408x7040x4096"]).output().unwrap();
+    let shapes = |out: &std::process::Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().skip(1).map(|l| l.split_whitespace().next().unwrap().to_string()).collect()
+    };
+    assert_eq!(shapes(&run("WIDE_TRIM_SQUARE")), ["4864x2176x4096", "1408x7040x4096"]);
+    assert_eq!(shapes(&run("THIN_SQUARE_SPLIT")), ["4352x256x4096"]);
+    assert!(shapes(&run("ONE_COLUMN_SQUARE")).is_empty());
+    let bad = run("WIDE");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("want one of ONE_COLUMN_SQUARE, WIDE_TRIM_SQUARE, WIDE_HALF_EMPTY_SQUARE, THIN_SQUARE_SPLIT"));
 }
 
 /// A reader that stops early (`hgemm plan --why --llm | head -1`) ends the command without a

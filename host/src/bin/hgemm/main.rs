@@ -6,7 +6,7 @@
 //! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N]
 //!              [--ceiling-ctas N] [--tuning FILE] [--force FILE] [--json FILE] [--csv FILE] [--svg FILE]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
-//! hgemm plan   [--shapes MxNxK,...] [--sms N]
+//! hgemm plan   [--shapes MxNxK,...] [--sms N] [--why] [--rule NAME]
 //! hgemm tune   [--shapes MxNxK,...|--sweep|--llm] [--samples N] [--out FILE]
 //! hgemm ptx --out DIR
 //! ```
@@ -35,11 +35,13 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | p
   run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
          (once per case, checked; without --shapes: whole tiles, partial tiles, and a general call;
           a --shapes call a kernel cannot take is reported with the reason and not counted)
-  plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N] [--why]
+  plan   [--shapes MxNxK,...] [--sweep] [--llm] [--sms N] [--why] [--rule NAME]
          (no GPU needed: the Hopper kernel `auto` runs for each shape, default the sweep, its grid and its
           stream-K split: the units computed whole and each worker's share of the rest; --why: every
           entry that can compute it, with the price auto weighs, cheapest first, auto's pick marked,
-          and where a rule took it over cheaper entries, that one did)
+          and where a rule took it over cheaper entries, which rule; --rule NAME: only the shapes
+          that rule took, ONE_COLUMN_SQUARE, WIDE_TRIM_SQUARE, WIDE_HALF_EMPTY_SQUARE or
+          THIN_SQUARE_SPLIT)
   tune   [--shapes MxNxK,...] [--sweep] [--llm] [--samples N] [--sample-ms MS] [--samples-each] [--out FILE]
          (time the entries auto weighs for each shape, in turn, and print what auto's price picks, the
           fastest, and by how much; --samples-each: every sample's ms per call; --out: the table,
@@ -222,27 +224,35 @@ fn plan(args: &[String]) -> CliResult {
     };
     let shapes = bench::shapes_from(args, bench::SWEEP)?;
     let why = args.iter().any(|a| a == "--why");
+    let only = match flag(args, "--rule") {
+        Some(name) => Some(hgemm::op::Rule::ALL.into_iter().find(|r| r.name() == name).ok_or_else(|| {
+            format!("--rule {name}: want one of {}", hgemm::op::Rule::ALL.map(|r| r.name()).join(", "))
+        })?),
+        None => None,
+    };
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
     let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
         let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
+        let rule = hgemm::op::choose_why(hopper.iter().copied(), &op, sms).and_then(|(_, rule)| rule);
+        if only.is_some_and(|r| rule != Some(r)) {
+            continue;
+        }
         println!("{:<20} {:<w$} {:>6} {:>8}  {}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster, schedule(shape.split));
         if why {
             // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
-            // `choose` takes one with cheaper eligible entries above it, one of its rules did.
+            // `choose` takes one with cheaper eligible entries above it, the rule that did.
             let mut priced: Vec<_> = hgemm::op::price(hopper.iter().copied(), &op, sms).collect();
             priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
-            let picked = priced.iter().find(|p| p.spec.name == spec.name).map_or(f64::INFINITY, |p| p.cost);
-            let overruled = priced.iter().any(|p| p.eligible && p.cost < picked);
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());
-                let note = match (p.spec.name == spec.name, p.eligible) {
-                    (true, _) if overruled => "  (auto's pick: a rule of `op::choose` prefers it to the cheaper entries above)",
-                    (true, _) => "  (auto's pick)",
-                    (false, true) => "",
-                    (false, false) => "  (kept out by auto's rules at this shape)",
+                let note = match (p.spec.name == spec.name, p.eligible, rule) {
+                    (true, _, Some(r)) => format!("  (auto's pick: `op::choose`'s rule {} prefers it to the cheaper entries above)", r.name()),
+                    (true, _, None) => "  (auto's pick)".into(),
+                    (false, true, _) => String::new(),
+                    (false, false, _) => "  (kept out by auto's rules at this shape)".into(),
                 };
                 println!("    {:>8.4}  {:<w$}  {}{note}", p.cost, p.spec.name, schedule(split));
             }
