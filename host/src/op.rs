@@ -858,7 +858,12 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
 /// grid from [`Gemm`](crate::Gemm), which asks the device.
 pub fn choose_offline<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<(&'a KernelSpec, LaunchShape)> {
     let spec = choose(kernels, op, sms)?;
-    Some((spec, shape(spec, op, sms / spec.cluster)))
+    Some((spec, launch_offline(spec, op, sms)))
+}
+
+/// The launch [`choose_offline`] works out for `spec`, however it was chosen.
+pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> LaunchShape {
+    shape(spec, op, sms / spec.cluster)
 }
 
 #[cfg(test)]

@@ -214,8 +214,8 @@ fn verify(args: &[String]) -> CliResult {
 }
 
 /// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
-/// out on the host ([`hgemm::op::choose_offline`]): the kernel, its grid, and how its schedule
-/// splits tiles by K.
+/// out on the host ([`hgemm::op::choose_why`], [`hgemm::op::launch_offline`]): the kernel, its
+/// grid, and how its schedule splits tiles by K.
 fn plan(args: &[String]) -> CliResult {
     let sms: u32 = match flag(args, "--sms").map(str::parse) {
         None => 132,
@@ -235,11 +235,11 @@ fn plan(args: &[String]) -> CliResult {
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
-        let (spec, shape) = hgemm::op::choose_offline(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
-        let rule = hgemm::op::choose_why(hopper.iter().copied(), &op, sms).and_then(|(_, rule)| rule);
+        let (spec, rule) = hgemm::op::choose_why(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
+        let shape = hgemm::op::launch_offline(spec, &op, sms);
         println!("{:<20} {:<w$} {:>6} {:>8}  {}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster, schedule(shape.split));
         if why {
             // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
