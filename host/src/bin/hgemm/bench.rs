@@ -349,7 +349,10 @@ fn forced_table(
             [shape, name, "whole"] => (shape, name, false),
             _ => return Err(bad(format!("\"{line}\": want MxNxK KERNEL [split|whole]"))),
         };
-        let (m, n, k) = *parse_shapes(shape).map_err(bad)?.first().ok_or_else(|| bad("no shape".into()))?;
+        let (m, n, k) = match parse_shapes(shape).map_err(bad)?[..] {
+            [one] => one,
+            _ => return Err(bad(format!("\"{shape}\": one shape a line"))),
+        };
         let kernel = *kernels.iter().find(|s| s.name == name).ok_or_else(|| bad(format!("no {} kernel {name} in this build", family.name())))?;
         table.insert(&GemmOp::new(m, n, k), Choice { kernel, split }).map_err(|e| bad(e.to_string()))?;
         shapes.push((m, n, k));
@@ -401,6 +404,7 @@ mod tests {
         assert!(err("8192x8192x8192 blackwell_v7\n").starts_with("line 1: no hopper kernel blackwell_v7"));
         assert!(err("# c\n8192x8192 hopper_v7\n").starts_with("line 2: bad shape 8192x8192"));
         assert!(err("8192x8192x8192 hopper_v7 sometimes\n").contains("want MxNxK KERNEL [split|whole]"));
+        assert!(err("8192x8192x8192,1x1x8 hopper_v7\n").contains("one shape a line"));
         // An entry that cannot compute the plain call: it reads A M-major.
         let e = err("8192x8192x8192 hopper_v7\n512x512x512 hopper_v7_wide_mnk\n");
         assert!(e.starts_with("line 2: ") && e.contains("hopper_v7_wide_mnk"), "{e}");
