@@ -472,7 +472,11 @@ pub fn choose_why<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp
     // 0.6–5.5%: 14336×128×4096 twin112 0.98× cuBLAS against 0.93×, 12800×128×2048 0.99×
     // against 0.94×, 13056×128×1024 1.08× against 1.03×). The square pairs leave 10–16 of 66
     // pairs idle where the twins fill 128–132 SMs with tiles 112 wide; in two waves
-    // (28672×128×1024) the twins were not faster (1.04× against 1.05×).
+    // (28672×128×1024) the twins were not faster (1.04× against 1.05×). Measured again after the
+    // thirty-second session's epilogue fix (thirty-fourth session, 16 of its 49 moves, forced,
+    // two rounds): the twins faster in 31 of the 32 readings, by 5.3% at K = 4096 and 8192 and
+    // 1.1–1.4% at K = 1024 and 2048; kept. (With M or N of 128–32768 and the other of 64–256,
+    // no bound up to 1.10 adds a move: one wave in one column is what limits it.)
     if let Some(twin) = one_row_twin_whole.filter(|t| best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()) {
         return Some((twin.spec, Some(Rule::OneColumnSquare)));
     }
