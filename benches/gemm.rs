@@ -5,10 +5,10 @@
 //! `cargo bench` (8192³), or `HGEMM_BENCH_SHAPES=4096x4096x4096,128x8192x8192 cargo bench`.
 //! Without a GPU it says so and exits successfully.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use cudarc::driver::{sys, CudaStream};
-use hgemm::testing::{self, Cublas};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use cudarc::driver::{CudaStream, sys};
 use hgemm::Gemm;
+use hgemm::testing::{self, Cublas};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,23 +48,47 @@ fn bench(c: &mut Criterion) {
     let blas = Cublas::new(&stream).unwrap();
     for (m, n, k) in shapes() {
         let sets = testing::rotation_sets(gemm.device().l2_bytes, 2 * (m * k + n * k + m * n));
-        let (a_sets, b_sets, mut outs) = testing::input_sets(&gemm, &stream, &hgemm::GemmOp::new(m, n, k), sets, 0).unwrap();
+        let (a_sets, b_sets, mut outs) =
+            testing::input_sets(&gemm, &stream, &hgemm::GemmOp::new(m, n, k), sets, 0).unwrap();
 
         let mut group = c.benchmark_group(format!("gemm {m}x{n}x{k}"));
         group.throughput(Throughput::Elements((2 * m * n * k) as u64));
         group.sample_size(20);
         group.bench_function("cuBLAS", |b| {
-            b.iter_custom(|iters| gpu_time(&stream, iters, |i| blas.matmul(&a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()))
+            b.iter_custom(|iters| {
+                gpu_time(&stream, iters, |i| {
+                    blas.matmul(&a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()
+                })
+            })
         });
         for kernel in gemm.ladder() {
-            group.bench_function(BenchmarkId::new("hgemm", format!("{} v{}", kernel.family.name(), kernel.version)), |b| {
-                b.iter_custom(|iters| {
-                    gpu_time(&stream, iters, |i| gemm.matmul_with(kernel, &stream, &a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap())
-                })
-            });
+            group.bench_function(
+                BenchmarkId::new("hgemm", format!("{} v{}", kernel.family.name(), kernel.version)),
+                |b| {
+                    b.iter_custom(|iters| {
+                        gpu_time(&stream, iters, |i| {
+                            gemm.matmul_with(
+                                kernel,
+                                &stream,
+                                &a_sets[i % sets],
+                                &b_sets[i % sets],
+                                &mut outs[i % sets],
+                                m,
+                                n,
+                                k,
+                            )
+                            .unwrap()
+                        })
+                    })
+                },
+            );
         }
         group.bench_function(BenchmarkId::new("hgemm", "auto"), |b| {
-            b.iter_custom(|iters| gpu_time(&stream, iters, |i| gemm.matmul(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()))
+            b.iter_custom(|iters| {
+                gpu_time(&stream, iters, |i| {
+                    gemm.matmul(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut outs[i % sets], m, n, k).unwrap()
+                })
+            })
         });
         group.finish();
     }

@@ -65,7 +65,8 @@ fn compile(kernels: &Path, out: &Path, family: Family, hang_guard: bool) -> Stri
 }
 
 fn fix_up(ptx: &str, family: Family) -> String {
-    let mut entries: Vec<(&str, u32)> = hgemm_kernels::kernels().filter(|s| s.family == family).map(|s| (s.name, s.threads)).collect();
+    let mut entries: Vec<(&str, u32)> =
+        hgemm_kernels::kernels().filter(|s| s.family == family).map(|s| (s.name, s.threads)).collect();
     if family == Family::Hopper {
         entries.extend(hgemm_kernels::hopper::ceiling::CEILINGS.iter().map(|c| (c.entry, c.threads())));
     }

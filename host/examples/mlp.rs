@@ -27,7 +27,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let gemm = Gemm::new(hgemm::device::context(0)?)?;
     let stream = gemm.context().default_stream();
-    println!("{} ({} kernels), MLP block: tokens {tokens}, d {d}, hidden {hidden}", gemm.device().name, gemm.family().name());
+    println!(
+        "{} ({} kernels), MLP block: tokens {tokens}, d {d}, hidden {hidden}",
+        gemm.device().name,
+        gemm.family().name()
+    );
 
     let x = testing::random(&gemm, &stream, tokens * d, 1, 1.0)?;
     let w_up = testing::random(&gemm, &stream, hidden * d, 2, 1.0 / (d as f32).sqrt())?;
@@ -66,7 +70,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ours = stream.clone_dtoh(&y)?;
     let theirs = stream.clone_dtoh(&y_ref)?;
     let cmp = testing::compare(&ours, theirs.iter().map(|v| v.to_f64()));
-    println!("y vs cuBLAS: relative error {:.2e}, non-finite {} ({:.1} ms end to end, ReLU on the host included)", cmp.rel_error, cmp.non_finite, elapsed.as_secs_f64() * 1e3);
+    println!(
+        "y vs cuBLAS: relative error {:.2e}, non-finite {} ({:.1} ms end to end, ReLU on the host included)",
+        cmp.rel_error,
+        cmp.non_finite,
+        elapsed.as_secs_f64() * 1e3
+    );
     if !cmp.passed() {
         return Err(format!("the MLP output differs from cuBLAS's: {cmp:?}").into());
     }

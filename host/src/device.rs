@@ -1,8 +1,8 @@
 //! What hgemm needs to know about a device.
 
 use crate::error::{Error, Result};
-use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::CudaContext;
+use cudarc::driver::sys::CUdevice_attribute as Attr;
 use hgemm_kernels::spec::Family;
 
 /// The properties kernel choice and launch shapes depend on.

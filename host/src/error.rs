@@ -87,7 +87,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::NoDriver => write!(f, "no CUDA driver found (libcuda could not be loaded): this machine has no usable NVIDIA GPU"),
+            Error::NoDriver => {
+                write!(f, "no CUDA driver found (libcuda could not be loaded): this machine has no usable NVIDIA GPU")
+            }
             Error::Driver { call, code } => write!(f, "CUDA driver call {call} failed: {code}"),
             Error::Cublas(e) => write!(f, "cuBLAS failed: {e}"),
             Error::UnsupportedDevice { name, major, minor } => write!(
@@ -104,10 +106,9 @@ impl fmt::Display for Error {
             Error::Misaligned { operand, address, align } => {
                 write!(f, "{operand} at {address:#x} is not {align}-byte aligned")
             }
-            Error::SharedMemory { kernel, needed, available } => write!(
-                f,
-                "{kernel} needs {needed} bytes of shared memory per block, the device grants {available}"
-            ),
+            Error::SharedMemory { kernel, needed, available } => {
+                write!(f, "{kernel} needs {needed} bytes of shared memory per block, the device grants {available}")
+            }
             Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
             Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
             Error::Tuning(why) => write!(f, "tuning: {why}"),

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::launch::{self, LaunchShape};
 use crate::op::{self, GemmOp};
 use crate::tune::{self, Choice, TuneOptions, TuneTable, Tuning};
-use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, result, sys};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
 use hgemm_kernels::hopper::ceiling::CeilingSpec;
@@ -88,12 +88,18 @@ impl Gemm {
     pub fn new(ctx: Arc<CudaContext>) -> Result<Gemm> {
         let info = DeviceInfo::query(&ctx)?;
         let family = info.family()?;
-        let module = ctx.load_module(Ptx::from_src(crate::ptx::module(family))).map_err(|e| Error::driver("cuModuleLoadData", e))?;
+        let module = ctx
+            .load_module(Ptx::from_src(crate::ptx::module(family)))
+            .map_err(|e| Error::driver("cuModuleLoadData", e))?;
         let load = |name: &str| module.load_function(name).map_err(|e| Error::driver("cuModuleGetFunction", e));
         let mut kernels = Vec::new();
         for spec in hgemm_kernels::kernels().filter(|s| s.family == family) {
             if spec.smem_bytes > info.smem_optin {
-                return Err(Error::SharedMemory { kernel: spec.name, needed: spec.smem_bytes, available: info.smem_optin });
+                return Err(Error::SharedMemory {
+                    kernel: spec.name,
+                    needed: spec.smem_bytes,
+                    available: info.smem_optin,
+                });
             }
             let func = load(spec.name)?;
             func.set_attribute(
@@ -158,7 +164,9 @@ impl Gemm {
 
     /// The ladder kernel of this family with version `v`.
     pub fn kernel(&self, version: u32) -> Result<&'static KernelSpec> {
-        self.ladder().find(|k| k.version == version).ok_or_else(|| Error::UnknownKernel(format!("{} v{version}", self.family.name())))
+        self.ladder()
+            .find(|k| k.version == version)
+            .ok_or_else(|| Error::UnknownKernel(format!("{} v{version}", self.family.name())))
     }
 
     /// The family's ladder, v0 first (a subset of [`Gemm::kernels`]).
@@ -169,7 +177,16 @@ impl Gemm {
     /// C = A·Bᵀ: A is M×K, B is N×K, C is M×N, all row-major bf16 and dense, on `stream`, with
     /// the kernel [`Gemm::gemm`] picks. Shorthand for `gemm(stream, &GemmOp::new(m, n, k), …)`.
     #[allow(clippy::too_many_arguments)]
-    pub fn matmul<A, B, C>(&self, stream: &CudaStream, a: &A, b: &B, c: &mut C, m: usize, n: usize, k: usize) -> Result<()>
+    pub fn matmul<A, B, C>(
+        &self,
+        stream: &CudaStream,
+        a: &A,
+        b: &B,
+        c: &mut C,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
@@ -213,7 +230,15 @@ impl Gemm {
 
     /// [`Gemm::gemm`] with a pinned kernel; [`Error::Unsupported`] if it cannot compute `op`
     /// (the ladder's v0–v6 compute only the dense C = A·Bᵀ).
-    pub fn gemm_with<A, B, C>(&self, kernel: &KernelSpec, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    pub fn gemm_with<A, B, C>(
+        &self,
+        kernel: &KernelSpec,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
@@ -282,7 +307,15 @@ impl Gemm {
         self.tuning.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    fn run<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
+    fn run<A, B, C>(
+        &self,
+        kernel: Option<&KernelSpec>,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
@@ -306,7 +339,15 @@ impl Gemm {
     /// Validate `op` on these buffers and encode its launch once, for callers that launch the
     /// same call many times (benchmarks, fixed shapes in a loop): [`Gemm::launch_prepared`]
     /// then skips the checks and the tensor-map encoding. `kernel` pins one; `None` is automatic.
-    pub fn prepare<A, B, C>(&self, kernel: Option<&KernelSpec>, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<Prepared>
+    pub fn prepare<A, B, C>(
+        &self,
+        kernel: Option<&KernelSpec>,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<Prepared>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
@@ -338,7 +379,8 @@ impl Gemm {
                     args.workspace = self.workspace(stream)?;
                     (args.dp_units, args.share) = (sk.dp_units, sk.share);
                 }
-                unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }.map_err(|e| self.diagnose(e))
+                unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }
+                    .map_err(|e| self.diagnose(e))
             }
         }
     }
@@ -366,7 +408,11 @@ impl Gemm {
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
         let (loaded, op) = match kernel {
             Some(k) => {
-                let l = self.kernels.iter().find(|l| l.spec.name == k.name).ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
+                let l = self
+                    .kernels
+                    .iter()
+                    .find(|l| l.spec.name == k.name)
+                    .ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
                 op::supports(l.spec, op)?;
                 (l, *op)
             }
@@ -375,10 +421,19 @@ impl Gemm {
                     let (rop, _) = op.row_major_c();
                     Error::Unsupported {
                         kernel: "auto",
-                        reason: format!("no {} kernel reads A {:?}-major and B {:?}-major", self.family.name(), rop.a_major(), rop.b_major()),
+                        reason: format!(
+                            "no {} kernel reads A {:?}-major and B {:?}-major",
+                            self.family.name(),
+                            rop.a_major(),
+                            rop.b_major()
+                        ),
                     }
                 })?;
-                let l = self.kernels.iter().find(|l| l.spec.name == choice.kernel.name).expect("chosen among the loaded kernels");
+                let l = self
+                    .kernels
+                    .iter()
+                    .find(|l| l.spec.name == choice.kernel.name)
+                    .expect("chosen among the loaded kernels");
                 (l, choice.op(op))
             }
         };
@@ -466,7 +521,14 @@ impl Gemm {
     }
 
     /// Fill `len` bf16 at `ptr` with uniform values in [-scale, scale), stream `seed`.
-    pub(crate) fn fill_random_raw(&self, stream: &CudaStream, ptr: u64, len: usize, seed: u64, scale: f32) -> Result<()> {
+    pub(crate) fn fill_random_raw(
+        &self,
+        stream: &CudaStream,
+        ptr: u64,
+        len: usize,
+        seed: u64,
+        scale: f32,
+    ) -> Result<()> {
         let (mut p, mut n, mut s, mut sc) = (ptr, len as u64, seed, scale);
         let mut params: [*mut std::ffi::c_void; 4] = [
             &mut p as *mut u64 as *mut _,
@@ -482,7 +544,14 @@ impl Gemm {
 
     /// Add the comparison of `len` bf16 at `out` and `reference` to the five u64 at `result`
     /// (see `hgemm_compare_bf16`).
-    pub(crate) fn compare_raw(&self, stream: &CudaStream, out: u64, reference: u64, len: usize, result: u64) -> Result<()> {
+    pub(crate) fn compare_raw(
+        &self,
+        stream: &CudaStream,
+        out: u64,
+        reference: u64,
+        len: usize,
+        result: u64,
+    ) -> Result<()> {
         let (mut o, mut r, mut n, mut res) = (out, reference, len as u64, result);
         let mut params: [*mut std::ffi::c_void; 4] = [
             &mut o as *mut u64 as *mut _,
@@ -504,8 +573,11 @@ impl Gemm {
             return Err(Error::UnknownKernel(format!("{} (the ceilings are Hopper's)", spec.name)));
         }
         let func = self.module.load_function(spec.entry).map_err(|e| Error::driver("cuModuleGetFunction", e))?;
-        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.smem_bytes() as i32)
-            .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
+        func.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            spec.smem_bytes() as i32,
+        )
+        .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
         Ok(func)
     }
 
@@ -514,13 +586,29 @@ impl Gemm {
     /// writing one f32 per thread to `sink` (the caller owns that many); B's values scaled by
     /// `b_scale`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn tensor_ceiling_raw(&self, stream: &CudaStream, spec: &CeilingSpec, func: &CudaFunction, ctas: u32, sink: u64, (m, n, k): (usize, usize, usize), b_scale: f32) -> Result<()> {
+    pub(crate) fn tensor_ceiling_raw(
+        &self,
+        stream: &CudaStream,
+        spec: &CeilingSpec,
+        func: &CudaFunction,
+        ctas: u32,
+        sink: u64,
+        (m, n, k): (usize, usize, usize),
+        b_scale: f32,
+    ) -> Result<()> {
         if ctas == 0 || ctas > self.info.sms {
-            return Err(Error::Unsupported { kernel: spec.entry, reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms) });
+            return Err(Error::Unsupported {
+                kernel: spec.entry,
+                reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms),
+            });
         }
-        let dim = |d: usize| u32::try_from(d).map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: a dimension past u32 for a ceiling")));
+        let dim = |d: usize| {
+            u32::try_from(d)
+                .map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: a dimension past u32 for a ceiling")))
+        };
         let (per_tile, all) = spec.slices(dim(m)?, dim(n)?, dim(k)?);
-        let mut slices = u32::try_from(all.div_ceil(ctas as u64)).map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: too many slices for a ceiling")))?;
+        let mut slices = u32::try_from(all.div_ceil(ctas as u64))
+            .map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: too many slices for a ceiling")))?;
         let (mut per_tile, mut b_scale, mut sink) = (per_tile, b_scale, sink);
         let mut params: [*mut std::ffi::c_void; 4] = [
             &mut slices as *mut u32 as *mut _,

@@ -51,7 +51,10 @@ pub fn launch_broken_pipeline(gemm: &crate::Gemm, stream: &cudarc::driver::CudaS
 /// [`Error::Hang`](crate::Error::Hang) after [`LIMIT_NS`], and the context is unusable from then
 /// on.
 #[cfg(feature = "hang-guard")]
-pub fn launch_unpublished_flag(gemm: &crate::Gemm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> crate::Result<cudarc::driver::CudaSlice<u32>> {
+pub fn launch_unpublished_flag(
+    gemm: &crate::Gemm,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+) -> crate::Result<cudarc::driver::CudaSlice<u32>> {
     use cudarc::driver::DevicePtr;
     let flag = stream.alloc_zeros::<u32>(1).map_err(|e| crate::Error::driver("cuMemAlloc", e))?;
     let (ptr, guard) = flag.device_ptr(stream);
@@ -67,7 +70,7 @@ pub(crate) use guard::Record;
 #[cfg(feature = "hang-guard")]
 mod guard {
     use crate::error::{Error, Result};
-    use cudarc::driver::{result, sys, CudaContext, CudaModule};
+    use cudarc::driver::{CudaContext, CudaModule, result, sys};
     use hgemm_kernels::hang::{HangReport, MAGIC};
     use std::sync::Arc;
 
@@ -87,13 +90,16 @@ mod guard {
             ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
             let size = std::mem::size_of::<HangReport>();
             // SAFETY: a fresh allocation, written before anything reads it.
-            let host = unsafe { result::malloc_host(size, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.map_err(drv("cuMemHostAlloc"))? as *mut HangReport;
+            let host = unsafe { result::malloc_host(size, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+                .map_err(drv("cuMemHostAlloc"))? as *mut HangReport;
             let record = Record { host };
             // SAFETY: `host` points at `size` bytes of pinned memory.
             unsafe { host.write_volatile(HangReport::default()) };
             let mut device: sys::CUdeviceptr = 0;
             // SAFETY: `host` was allocated with CU_MEMHOSTALLOC_DEVICEMAP.
-            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) }.result().map_err(drv("cuMemHostGetDevicePointer"))?;
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) }
+                .result()
+                .map_err(drv("cuMemHostGetDevicePointer"))?;
             let stream = ctx.default_stream();
             let mut global = module.get_global("HGEMM_HANG_REPORT", &stream).map_err(drv("cuModuleGetGlobal"))?;
             // SAFETY: the kernels declare HGEMM_HANG_REPORT as one u64.
@@ -140,7 +146,17 @@ mod tests {
             waited_ns: 2_000_000_512,
         };
         let s = describe(&r);
-        for part in ["offset 8", "0x408", "parity 1", "block (3, 1)", "thread 130", "cluster rank 1", "2.000 s", "384 threads", "229472 bytes"] {
+        for part in [
+            "offset 8",
+            "0x408",
+            "parity 1",
+            "block (3, 1)",
+            "thread 130",
+            "cluster rank 1",
+            "2.000 s",
+            "384 threads",
+            "229472 bytes",
+        ] {
             assert!(s.contains(part), "{part:?} missing from {s}");
         }
         assert!(!s.contains("flag"), "{s}");
@@ -148,9 +164,23 @@ mod tests {
 
     #[test]
     fn describes_a_flag_wait_by_its_address() {
-        let r = HangReport { magic: hgemm_kernels::hang::MAGIC, flag: 0x7f00_0000_1040, block: [17, 0], thread: 128, threads: 384, waited_ns: 2_000_000_512, ..HangReport::default() };
+        let r = HangReport {
+            magic: hgemm_kernels::hang::MAGIC,
+            flag: 0x7f00_0000_1040,
+            block: [17, 0],
+            thread: 128,
+            threads: 384,
+            waited_ns: 2_000_000_512,
+            ..HangReport::default()
+        };
         let s = describe(&r);
-        for part in ["stream-K flag at global address 0x7f0000001040", "never published", "block (17, 0)", "thread 128", "384 threads"] {
+        for part in [
+            "stream-K flag at global address 0x7f0000001040",
+            "never published",
+            "block (17, 0)",
+            "thread 128",
+            "384 threads",
+        ] {
             assert!(s.contains(part), "{part:?} missing from {s}");
         }
         assert!(!s.contains("mbarrier"), "{s}");

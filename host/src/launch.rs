@@ -50,7 +50,15 @@ impl LaunchShape {
                 (if split.is_some() { most } else { units.min(most).max(1) }, 1)
             }
         };
-        LaunchShape { grid: clusters * spec.cluster, grid_y, block: spec.threads, cluster: spec.cluster, smem: spec.smem_bytes, split, dependent: spec.dependent_launch }
+        LaunchShape {
+            grid: clusters * spec.cluster,
+            grid_y,
+            block: spec.threads,
+            cluster: spec.cluster,
+            smem: spec.smem_bytes,
+            split,
+            dependent: spec.dependent_launch,
+        }
     }
 
     /// `grid` CTAs of `block` threads in one row, `smem` bytes of dynamic shared memory each, no
@@ -94,9 +102,17 @@ pub unsafe fn launch_gemm(
 
 /// # Safety
 /// `params` must point at values matching the entry's parameter list.
-pub(crate) unsafe fn launch_raw(func: sys::CUfunction, shape: &LaunchShape, stream: sys::CUstream, params: &mut [*mut c_void]) -> Result<()> {
+pub(crate) unsafe fn launch_raw(
+    func: sys::CUfunction,
+    shape: &LaunchShape,
+    stream: sys::CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     let mut attrs = [
-        sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, ..unsafe { std::mem::zeroed() } },
+        sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            ..unsafe { std::mem::zeroed() }
+        },
         sys::CUlaunchAttribute {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             ..unsafe { std::mem::zeroed() }

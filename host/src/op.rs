@@ -154,7 +154,15 @@ impl GemmOp {
     }
 
     /// Elements a buffer must hold for operand `name`.
-    fn needed(name: &'static str, layout: Layout, rows: usize, cols: usize, ld: usize, batch: usize, stride: usize) -> Result<usize> {
+    fn needed(
+        name: &'static str,
+        layout: Layout,
+        rows: usize,
+        cols: usize,
+        ld: usize,
+        batch: usize,
+        stride: usize,
+    ) -> Result<usize> {
         let (mem_rows, mem_cols) = match layout {
             Layout::RowMajor => (rows, cols),
             Layout::ColMajor => (cols, rows),
@@ -171,7 +179,9 @@ impl GemmOp {
     pub fn validate(&self, len_a: usize, len_b: usize, len_c: usize) -> Result<bool> {
         for (name, v) in [("M", self.m), ("N", self.n), ("K", self.k)] {
             if v > i32::MAX as usize {
-                return Err(Error::InvalidShape(format!("{name} = {v} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)")));
+                return Err(Error::InvalidShape(format!(
+                    "{name} = {v} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)"
+                )));
             }
         }
         if !self.k.is_multiple_of(8) {
@@ -322,14 +332,19 @@ impl Refusal {
     fn reason(&self, spec: &KernelSpec) -> String {
         match *self {
             // The kernel stores C only through TMA, which writes whole 16-byte chunks.
-            Refusal::ColMajorC(m) => format!("it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"),
+            Refusal::ColMajorC(m) => format!(
+                "it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"
+            ),
             Refusal::ColumnsOfTiles(n) => format!(
                 "{}its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
                 if spec.shifted_last_box() { "with alpha ≠ 1 or beta ≠ 0 " } else { "" },
                 spec.tile_n,
                 spec.tile_n
             ),
-            Refusal::NotNative => "it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM".to_string(),
+            Refusal::NotNative => {
+                "it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM"
+                    .to_string()
+            }
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
         }
     }
@@ -381,9 +396,11 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         cols => cols,
     };
     let map_c = match spec.c_box {
-        Some(c_box) => TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(|e| {
-            Error::Unsupported { kernel: spec.name, reason: format!("its TMA-store epilogue cannot write this C: {e}") }
-        })?,
+        Some(c_box) => TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box)
+            .map_err(|e| Error::Unsupported {
+                kernel: spec.name,
+                reason: format!("its TMA-store epilogue cannot write this C: {e}"),
+            })?,
         None => {
             if !c.is_multiple_of(4) {
                 return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
@@ -393,7 +410,14 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         }
     };
     // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
-    let args = GemmArgs { c, ldc: op.ldc as u64, stride_c: op.stride_c as u64, alpha: op.alpha, beta: op.beta, ..op.shape_args() };
+    let args = GemmArgs {
+        c,
+        ldc: op.ldc as u64,
+        stride_c: op.stride_c as u64,
+        alpha: op.alpha,
+        beta: op.beta,
+        ..op.shape_args()
+    };
     let mut maps = vec![whole_a, whole_b, map_c];
     if spec.edge_maps {
         maps.extend([map_a(spec.a_edge_box(op.m as u32))?, map_b(spec.b_edge_box(op.n as u32))?]);
@@ -429,7 +453,8 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order `choose` tries them.
-    pub const ALL: [Rule; 4] = [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
+    pub const ALL: [Rule; 4] =
+        [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
 
     /// The name of the rule's bound in `op.rs`, which `hgemm plan --why` prints.
     pub fn name(self) -> &'static str {
@@ -453,18 +478,33 @@ impl Rule {
 }
 
 /// [`choose`]'s pick, and the rule that took the call from the cheapest eligible entry, if one did.
-pub fn choose_why<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<(&'a KernelSpec, Option<Rule>)> {
+pub fn choose_why<'a>(
+    kernels: impl Iterator<Item = &'a KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+) -> Option<(&'a KernelSpec, Option<Rule>)> {
     // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
     // pairs and the cheapest whole twin pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
-        Some(a) if a.cost.total_cmp(&c.cost).then(a.twin_on_smaller.cmp(&c.twin_on_smaller)).then(a.shorter_m.cmp(&c.shorter_m)).is_le() => Some(a),
+        Some(a)
+            if a.cost
+                .total_cmp(&c.cost)
+                .then(a.twin_on_smaller.cmp(&c.twin_on_smaller))
+                .then(a.shorter_m.cmp(&c.shorter_m))
+                .is_le() =>
+        {
+            Some(a)
+        }
         _ => Some(c),
     };
-    let (best, best_whole, square_whole, one_row_twin_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold((None, None, None, None), |(best, whole, square, twin), c| {
-        let square = if c.whole && c.square { cheaper(square, c) } else { square };
-        let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
-        (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
-    });
+    let (best, best_whole, square_whole, one_row_twin_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold(
+        (None, None, None, None),
+        |(best, whole, square, twin), c| {
+            let square = if c.whole && c.square { cheaper(square, c) } else { square };
+            let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
+            (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
+        },
+    );
     let best = best?;
     // One whole wave of square pairs in one column of tiles gives way to whole twin pairs in one
     // row (the same call in the other form) priced within `ONE_COLUMN_SQUARE` of it (twenty-ninth
@@ -477,7 +517,9 @@ pub fn choose_why<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp
     // two rounds): the twins faster in 31 of the 32 readings, by 5.3% at K = 4096 and 8192 and
     // 1.1–1.4% at K = 1024 and 2048; kept. (With M or N of 128–32768 and the other of 64–256,
     // no bound up to 1.10 adds a move: one wave in one column is what limits it.)
-    if let Some(twin) = one_row_twin_whole.filter(|t| best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()) {
+    if let Some(twin) = one_row_twin_whole.filter(|t| {
+        best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()
+    }) {
         return Some((twin.spec, Some(Rule::OneColumnSquare)));
     }
     // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
@@ -520,7 +562,9 @@ pub fn choose_why<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp
     // their transposes or the same at another K). Against other split schedules square pairs
     // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
     match best_whole {
-        Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => Some((w.spec, Some(Rule::ThinSquareSplit))),
+        Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => {
+            Some((w.spec, Some(Rule::ThinSquareSplit)))
+        }
         _ => Some((best.spec, None)),
     }
 }
@@ -562,7 +606,11 @@ pub struct Priced<'a> {
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
 /// SMs, with its price and whether [`choose`] may take it.
-pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b GemmOp, sms: u32) -> impl Iterator<Item = Priced<'a>> + 'b {
+pub fn price<'a, 'b>(
+    kernels: impl Iterator<Item = &'a KernelSpec> + 'b,
+    op: &'b GemmOp,
+    sms: u32,
+) -> impl Iterator<Item = Priced<'a>> + 'b {
     // `op` is the call in `s`'s form, `sched` its schedule.
     let cost = move |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
         let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
@@ -580,7 +628,8 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
                 whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
             }
             _ => {
-                let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
+                let tiles =
+                    s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
                 tiles.div_ceil(sms as u64) as f64
             }
         };
@@ -699,7 +748,9 @@ pub fn price<'a, 'b>(kernels: impl Iterator<Item = &'a KernelSpec> + 'b, op: &'b
         let columns = match tile_columns {
             _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
             _ if s.cluster_along_n => {
-                kop.n <= s.unit_n() as usize || (kop.m >= kop.n && one_wave_in_halves) || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
+                kop.n <= s.unit_n() as usize
+                    || (kop.m >= kop.n && one_wave_in_halves)
+                    || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
             }
             _ if !s.shifted_last_box() => true,
             1 => true,
@@ -860,7 +911,11 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
 /// clusters that pair every SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`:
 /// 66 pairs of 132 SMs) and what [`choose`] counts with; a GPU that holds fewer gets a smaller
 /// grid from [`Gemm`](crate::Gemm), which asks the device.
-pub fn choose_offline<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<(&'a KernelSpec, LaunchShape)> {
+pub fn choose_offline<'a>(
+    kernels: impl Iterator<Item = &'a KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+) -> Option<(&'a KernelSpec, LaunchShape)> {
     let spec = choose(kernels, op, sms)?;
     Some((spec, launch_offline(spec, op, sms)))
 }
@@ -880,12 +935,25 @@ mod tests {
         let op = GemmOp::new(256, 512, 64);
         assert!(op.is_native());
         assert_eq!(op.validate(256 * 64, 512 * 64, 256 * 512), Ok(true));
-        assert_eq!(op.validate(256 * 64 - 1, 512 * 64, 256 * 512), Err(Error::BufferTooSmall { operand: "A", needed: 256 * 64, len: 256 * 64 - 1 }));
-        assert_eq!(op.validate(256 * 64, 512 * 64 - 1, 256 * 512), Err(Error::BufferTooSmall { operand: "B", needed: 512 * 64, len: 512 * 64 - 1 }));
-        assert_eq!(op.validate(256 * 64, 512 * 64, 100), Err(Error::BufferTooSmall { operand: "C", needed: 256 * 512, len: 100 }));
-        assert!(matches!(GemmOp::new(8, 8, 12).validate(1000, 1000, 1000), Err(Error::InvalidShape(s)) if s.contains("multiple of 8")));
+        assert_eq!(
+            op.validate(256 * 64 - 1, 512 * 64, 256 * 512),
+            Err(Error::BufferTooSmall { operand: "A", needed: 256 * 64, len: 256 * 64 - 1 })
+        );
+        assert_eq!(
+            op.validate(256 * 64, 512 * 64 - 1, 256 * 512),
+            Err(Error::BufferTooSmall { operand: "B", needed: 512 * 64, len: 512 * 64 - 1 })
+        );
+        assert_eq!(
+            op.validate(256 * 64, 512 * 64, 100),
+            Err(Error::BufferTooSmall { operand: "C", needed: 256 * 512, len: 100 })
+        );
+        assert!(
+            matches!(GemmOp::new(8, 8, 12).validate(1000, 1000, 1000), Err(Error::InvalidShape(s)) if s.contains("multiple of 8"))
+        );
         assert!(matches!(GemmOp::new(8, 8, 8).alpha(f32::NAN).validate(64, 64, 64), Err(Error::InvalidShape(_))));
-        assert!(matches!(GemmOp::new(1 << 31, 8, 8).validate(0, 0, 0), Err(Error::InvalidShape(s)) if s.contains("M =")));
+        assert!(
+            matches!(GemmOp::new(1 << 31, 8, 8).validate(0, 0, 0), Err(Error::InvalidShape(s)) if s.contains("M ="))
+        );
     }
 
     #[test]
@@ -902,9 +970,15 @@ mod tests {
     fn leading_dimensions_and_layouts() {
         // A column-major M×K needs lda ≥ M; B row-major K×N needs ldb ≥ N.
         let op = GemmOp::new(100, 64, 32).a(Layout::ColMajor, 96);
-        assert_eq!(op.validate(1 << 20, 1 << 20, 1 << 20), Err(Error::LeadingDimension { operand: "A", ld: 96, min: 100 }));
+        assert_eq!(
+            op.validate(1 << 20, 1 << 20, 1 << 20),
+            Err(Error::LeadingDimension { operand: "A", ld: 96, min: 100 })
+        );
         let op = GemmOp::new(100, 64, 32).b(Layout::RowMajor, 56);
-        assert_eq!(op.validate(1 << 20, 1 << 20, 1 << 20), Err(Error::LeadingDimension { operand: "B", ld: 56, min: 64 }));
+        assert_eq!(
+            op.validate(1 << 20, 1 << 20, 1 << 20),
+            Err(Error::LeadingDimension { operand: "B", ld: 56, min: 64 })
+        );
         let op = GemmOp::new(100, 64, 32).c(Layout::RowMajor, 72);
         // Sub-matrix C: 99 rows of 72 plus one of 64.
         assert_eq!(op.validate(100 * 32, 64 * 32, 99 * 72 + 64), Ok(true));
@@ -939,8 +1013,14 @@ mod tests {
     fn ladder_kernels_refuse_general_calls() {
         let v6 = &hopper::v6::SPEC;
         assert!(supports(v6, &GemmOp::new(64, 64, 64)).is_ok());
-        assert!(matches!(supports(v6, &GemmOp::new(64, 64, 64).beta(1.0)), Err(Error::Unsupported { kernel: "hopper_v6", .. })));
-        assert!(matches!(supports(&hopper::v7::SPEC, &GemmOp::new(64, 64, 64).b(Layout::RowMajor, 64)), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            supports(v6, &GemmOp::new(64, 64, 64).beta(1.0)),
+            Err(Error::Unsupported { kernel: "hopper_v6", .. })
+        ));
+        assert!(matches!(
+            supports(&hopper::v7::SPEC, &GemmOp::new(64, 64, 64).b(Layout::RowMajor, 64)),
+            Err(Error::Unsupported { .. })
+        ));
         assert!(supports(&hopper::v7::SPEC, &GemmOp::new(64, 64, 64).beta(0.5).batched(2, 4096, 4096, 4096)).is_ok());
     }
 
@@ -965,7 +1045,8 @@ mod tests {
         let p = plan(&hopper::v7::SPEC, &op, 0x1000, 0x2000, 0x3000).unwrap();
         assert_eq!(p.maps[2].dims[0], 296);
         assert_eq!(p.args.n, 300);
-        let small = plan(&hopper::v7::SPEC, &GemmOp::new(64, 5, 64).c(Layout::RowMajor, 8), 0x1000, 0x2000, 0x3000).unwrap();
+        let small =
+            plan(&hopper::v7::SPEC, &GemmOp::new(64, 5, 64).c(Layout::RowMajor, 8), 0x1000, 0x2000, 0x3000).unwrap();
         assert_eq!(small.maps[2].dims[0], 5);
     }
 
@@ -996,9 +1077,18 @@ mod tests {
         let op = GemmOp::new(8100, 150, 64).c(Layout::RowMajor, 152);
         assert_eq!(rows(twin, &op), [64, 80, 64, 40, 72]);
         assert_eq!((twin.unit_m(), twin.unit_n(), twin.scheduler(8100, 150).num_tiles()), (128, 160, 64));
-        assert_eq!((twin.a_share_bytes(8064, 8100), twin.a_share_bytes(8000, 8100), twin.a_share_bytes(8128, 8100)), (40 * 128, 64 * 128, 0));
-        assert_eq!((twin.b_share_bytes(0, 150), twin.b_share_bytes(80, 150), twin.b_share_bytes(160, 150)), (80 * 128, 72 * 128, 0));
-        assert_eq!((twin.a_share_at_edge(8000, 8100), twin.a_share_at_edge(8064, 8100), twin.b_share_at_edge(80, 150)), (false, true, true));
+        assert_eq!(
+            (twin.a_share_bytes(8064, 8100), twin.a_share_bytes(8000, 8100), twin.a_share_bytes(8128, 8100)),
+            (40 * 128, 64 * 128, 0)
+        );
+        assert_eq!(
+            (twin.b_share_bytes(0, 150), twin.b_share_bytes(80, 150), twin.b_share_bytes(160, 150)),
+            (80 * 128, 72 * 128, 0)
+        );
+        assert_eq!(
+            (twin.a_share_at_edge(8000, 8100), twin.a_share_at_edge(8064, 8100), twin.b_share_at_edge(80, 150)),
+            (false, true, true)
+        );
         // An M-major A and an N-major B keep their boxes, 64 elements of M or N wide.
         let mn = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_wide_mnmn").unwrap();
         let op = GemmOp::new(16, 16, 64).a(Layout::ColMajor, 16).b(Layout::RowMajor, 16);
@@ -1023,7 +1113,10 @@ mod tests {
         assert_eq!((p.maps[3].box_dims[1], p.maps[4].box_dims[1]), (64, 64));
         assert_eq!(shape(cm, &op, 66).grid, shape(cm, &GemmOp::new(8192, 160, 64).c(Layout::ColMajor, 8192), 66).grid);
         // Errors still name the caller's operands.
-        assert_eq!(plan(cm, &op, 0x1002, 0x2000, 0x3000), Err(Error::Misaligned { operand: "A", address: 0x1002, align: 16 }));
+        assert_eq!(
+            plan(cm, &op, 0x1002, 0x2000, 0x3000),
+            Err(Error::Misaligned { operand: "A", address: 0x1002, align: 16 })
+        );
         // The same call with a column-major C needs no turning round.
         let col = GemmOp::new(160, 8192, 64).c(Layout::ColMajor, 160);
         let p = plan(cm, &col, 0x1000, 0x2000, 0x3000).unwrap();
@@ -1225,7 +1318,16 @@ mod tests {
         // multicasts it (twenty-fourth session, forced: 8192×160×8192 1.00× cuBLAS against 0.88×
         // for the trim tile, 8192×192×8192 0.99× against 0.88× for lean tiles and 0.95× for mid
         // ones, 8192×208×8192 1.04× against 0.90× for square pairs).
-        for (m, n, k, twin) in [(8192, 136, 8192, 80), (8192, 160, 8192, 80), (4096, 160, 4096, 80), (2048, 160, 8192, 80), (3000, 144, 8192, 80), (8192, 176, 8192, 96), (4096, 192, 4096, 96), (8192, 224, 8192, 112)] {
+        for (m, n, k, twin) in [
+            (8192, 136, 8192, 80),
+            (8192, 160, 8192, 80),
+            (4096, 160, 4096, 80),
+            (2048, 160, 8192, 80),
+            (3000, 144, 8192, 80),
+            (8192, 176, 8192, 96),
+            (4096, 192, 4096, 96),
+            (8192, 224, 8192, 112),
+        ] {
             assert_eq!(name(m, n, k), format!("hopper_v7_twin{twin}_kk"), "{m}x{n}x{k}");
         }
         assert_eq!(name(224, 8192, 8192), "hopper_v7_twin112_kk_cm");
@@ -1301,7 +1403,11 @@ mod tests {
         // Where the pairs sharing the larger operand are priced as low, they keep the call
         // (twenty-eighth session: 1024×1152×4096 twin80 1.12–1.13× cuBLAS against 1.00–1.05×
         // sharing the smaller, 1024×1408×8192 twin96 0.95× against 0.92–0.93×).
-        for (m, n, k, kernel) in [(1024, 1152, 4096, "twin80_kk_cm"), (1024, 1408, 8192, "twin96_kk_cm"), (1536, 1152, 4096, "twin112_kk_cm")] {
+        for (m, n, k, kernel) in [
+            (1024, 1152, 4096, "twin80_kk_cm"),
+            (1024, 1408, 8192, "twin96_kk_cm"),
+            (1536, 1152, 4096, "twin112_kk_cm"),
+        ] {
             assert_eq!(name(m, n, k), format!("hopper_v7_{kernel}"), "{m}x{n}x{k}");
         }
         // Square pairs split with fewer units than pairs give way to whole waves priced within 6%
@@ -1310,7 +1416,12 @@ mod tests {
         // against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×, 13824×128×4096
         // twin pairs 0.97× against 0.89×), not to other splits (1024×1792×4096: mid tiles split
         // 0.78× against 0.84×).
-        for (m, n, k, kernel) in [(3072, 384, 4096, "trim_kk_cm"), (11008, 128, 4096, "lean_kk_cm"), (256, 4096, 11008, "slim_kk"), (13824, 128, 4096, "twin112_kk_cm")] {
+        for (m, n, k, kernel) in [
+            (3072, 384, 4096, "trim_kk_cm"),
+            (11008, 128, 4096, "lean_kk_cm"),
+            (256, 4096, 11008, "slim_kk"),
+            (13824, 128, 4096, "twin112_kk_cm"),
+        ] {
             assert_eq!(name(m, n, k), format!("hopper_v7_{kernel}"), "{m}x{n}x{k}");
         }
         assert_eq!(name(1024, 1792, 4096), "hopper_v7_square_kk");
@@ -1339,21 +1450,29 @@ mod tests {
         // staging box shifted); the narrow tiles, narrower than a box, take one column always.
         let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();
         assert_eq!(supports(trim, &GemmOp::new(8192, 168, 64)), Ok(()));
-        assert!(matches!(supports(trim, &GemmOp::new(8192, 168, 64).beta(1.0)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
+        assert!(
+            matches!(supports(trim, &GemmOp::new(8192, 168, 64).beta(1.0)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles"))
+        );
         assert_eq!(supports(trim, &GemmOp::new(8192, 160, 64).beta(1.0)), Ok(()));
         let narrow16 = kernels.iter().find(|s| s.name == "hopper_v7_narrow16_kk_cm").unwrap();
-        assert!(matches!(supports(narrow16, &GemmOp::new(24, 4096, 64)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles")));
+        assert!(
+            matches!(supports(narrow16, &GemmOp::new(24, 4096, 64)), Err(Error::Unsupported { reason, .. }) if reason.contains("one column of tiles"))
+        );
         assert_eq!(supports(trim, &GemmOp::new(8192, 160, 64)), Ok(()));
         // The entry that writes C column-major needs whole 16-byte chunks of it: not at N = 8190.
         let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);
         let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
-        assert!(matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8")));
+        assert!(
+            matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8"))
+        );
         assert_eq!(choose(kernels.iter().copied(), &odd, 132).unwrap().name, "hopper_v7_square_kk");
         // A dense C whose rows are not 16-byte multiples is refused by the plan, before any
         // device call (`hgemm run --shapes` reports such a shape as not taken).
         let wide = kernels.iter().find(|s| s.name == "hopper_v7_widetrim_kk").unwrap();
         let at = 1 << 20;
-        assert!(matches!(plan(wide, &GemmOp::new(1000, 1500, 4096), at, at, at), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8")));
+        assert!(
+            matches!(plan(wide, &GemmOp::new(1000, 1500, 4096), at, at, at), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8"))
+        );
         assert!(plan(wide, &GemmOp::new(1000, 1504, 4096), at, at, at).is_ok());
     }
 
@@ -1392,7 +1511,11 @@ mod tests {
         // narrow ones on 66 pairs. They split every unit (thin tiles: measured 1.3–3% faster than
         // two whole waves and the rest split); the wide tile keeps its whole waves.
         let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
-        for (m, k, name, share) in [(1, 8192, "hopper_v7_narrow16_kk_cm", 435), (32, 4096, "hopper_v7_narrow32_kk_cm", 218), (64, 8192, "hopper_v7_thin_kk", 435)] {
+        for (m, k, name, share) in [
+            (1, 8192, "hopper_v7_narrow16_kk_cm", 435),
+            (32, 4096, "hopper_v7_narrow32_kk_cm", 218),
+            (64, 8192, "hopper_v7_thin_kk", 435),
+        ] {
             let op = GemmOp::new(m, 28672, k);
             let s = choose(kernels.iter().copied(), &op, 132).unwrap();
             assert_eq!(s.name, name, "{m}x28672x{k}");

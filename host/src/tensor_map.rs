@@ -80,7 +80,12 @@ impl TensorMapParams {
         if self.rank == 3 {
             return self;
         }
-        TensorMapParams { rank: 3, dims: [self.dims[0], self.dims[1], 1], strides: [self.strides[0], self.strides[0] * self.dims[1]], ..self }
+        TensorMapParams {
+            rank: 3,
+            dims: [self.dims[0], self.dims[1], 1],
+            strides: [self.strides[0], self.strides[0] * self.dims[1]],
+            ..self
+        }
     }
 
     /// Encode with the driver.
@@ -174,7 +179,13 @@ mod tests {
             TensorMapParams::matrix("C", 0x1000, 64, 64, 32, 1, 0, A_BOX),
             Err(Error::LeadingDimension { operand: "C", ld: 32, min: 64 })
         ));
-        assert!(matches!(TensorMapParams::matrix("A", 0x1000, 64, 64, 64, 2, 4100, A_BOX), Err(Error::InvalidShape(_))));
-        assert!(matches!(TensorMapParams::matrix("A", 0x1000, 1 << 33, 64, 64, 1, 0, A_BOX), Err(Error::InvalidShape(_))));
+        assert!(matches!(
+            TensorMapParams::matrix("A", 0x1000, 64, 64, 64, 2, 4100, A_BOX),
+            Err(Error::InvalidShape(_))
+        ));
+        assert!(matches!(
+            TensorMapParams::matrix("A", 0x1000, 1 << 33, 64, 64, 1, 0, A_BOX),
+            Err(Error::InvalidShape(_))
+        ));
     }
 }

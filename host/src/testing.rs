@@ -9,10 +9,10 @@
 use crate::error::{Error, Result};
 use crate::gemm::Gemm;
 use crate::op::{GemmOp, Layout};
-use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas, Gemm as _, GemmConfig};
-use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::cublas::{CudaBlas, Gemm as _, GemmConfig, result as blas_result, sys as blas_sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
 use half::bf16;
-use hgemm_kernels::hopper::ceiling::{CeilingSpec, CEILINGS};
+use hgemm_kernels::hopper::ceiling::{CEILINGS, CeilingSpec};
 use hgemm_kernels::spec::KernelSpec;
 use std::sync::Arc;
 
@@ -69,7 +69,13 @@ pub fn fill<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &
 }
 
 /// Fill `buf` with random bf16, uniform in [-scale, scale), from stream `seed` (as [`random`]).
-pub fn fill_random<B: DevicePtrMut<bf16>>(gemm: &Gemm, stream: &Arc<CudaStream>, buf: &mut B, seed: u64, scale: f32) -> Result<()> {
+pub fn fill_random<B: DevicePtrMut<bf16>>(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    buf: &mut B,
+    seed: u64,
+    scale: f32,
+) -> Result<()> {
     let len = buf.len();
     let (p, _g) = buf.device_ptr_mut(stream);
     gemm.fill_random_raw(stream, p, len, seed, scale)
@@ -94,7 +100,11 @@ impl Ceiling {
         let entries = CEILINGS.iter().map(|spec| Ok((spec, gemm.load_ceiling(spec)?))).collect::<Result<Vec<_>>>()?;
         let threads = CEILINGS.iter().map(|c| c.threads()).max().unwrap_or(0);
         let len = gemm.device().sms as usize * threads as usize;
-        Ok(Ceiling { entries, sink: stream.alloc_zeros::<f32>(len).map_err(drv("cuMemAlloc"))?, ctas: gemm.device().sms })
+        Ok(Ceiling {
+            entries,
+            sink: stream.alloc_zeros::<f32>(len).map_err(drv("cuMemAlloc"))?,
+            ctas: gemm.device().sms,
+        })
     }
 
     /// Spread the MMAs over `ctas` SMs instead (what a grid that leaves SMs idle could reach);
@@ -111,9 +121,18 @@ impl Ceiling {
 
     /// Enqueue ceiling `name`'s MMAs of an M×N×K call (names: `CEILINGS`).
     /// [`Error::UnknownKernel`] for another name; [`Error::Unsupported`] for more CTAs than SMs.
-    pub fn run(&mut self, gemm: &Gemm, stream: &Arc<CudaStream>, name: &str, (m, n, k): (usize, usize, usize)) -> Result<()> {
+    pub fn run(
+        &mut self,
+        gemm: &Gemm,
+        stream: &Arc<CudaStream>,
+        name: &str,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<()> {
         let Some((spec, func)) = self.entries.iter().find(|e| e.0.name == name) else {
-            return Err(Error::UnknownKernel(format!("{name} (the ceilings: {})", CEILINGS.iter().map(|c| c.name).collect::<Vec<_>>().join(", "))));
+            return Err(Error::UnknownKernel(format!(
+                "{name} (the ceilings: {})",
+                CEILINGS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+            )));
         };
         if m == 0 || n == 0 || k == 0 {
             return Err(Error::InvalidShape(format!("{m}x{n}x{k}: a ceiling needs MMAs to run")));
@@ -140,7 +159,10 @@ pub struct Cublas {
 impl Cublas {
     /// A cuBLAS handle working on `stream`.
     pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
-        Ok(Cublas { blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))?, stream: stream.clone() })
+        Ok(Cublas {
+            blas: CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))?,
+            stream: stream.clone(),
+        })
     }
 
     /// C (M×N, row-major) = A (M×K) · B (N×K)ᵀ. In cuBLAS's column-major terms that is
@@ -186,8 +208,30 @@ impl Cublas {
         let op_of = |layout: Layout, natural: Layout| if layout == natural { N } else { T };
         // (first, second, m, n) in cuBLAS's column-major terms.
         let (x, tx, ldx, sx, y, ty, ldy, sy, mm, nn) = match op.c_layout {
-            Layout::ColMajor => (pa, op_of(op.a_layout, Layout::ColMajor), op.lda, op.stride_a, pb, op_of(op.b_layout, Layout::ColMajor), op.ldb, op.stride_b, op.m, op.n),
-            Layout::RowMajor => (pb, op_of(op.b_layout, Layout::RowMajor), op.ldb, op.stride_b, pa, op_of(op.a_layout, Layout::RowMajor), op.lda, op.stride_a, op.n, op.m),
+            Layout::ColMajor => (
+                pa,
+                op_of(op.a_layout, Layout::ColMajor),
+                op.lda,
+                op.stride_a,
+                pb,
+                op_of(op.b_layout, Layout::ColMajor),
+                op.ldb,
+                op.stride_b,
+                op.m,
+                op.n,
+            ),
+            Layout::RowMajor => (
+                pb,
+                op_of(op.b_layout, Layout::RowMajor),
+                op.ldb,
+                op.stride_b,
+                pa,
+                op_of(op.a_layout, Layout::RowMajor),
+                op.lda,
+                op.stride_a,
+                op.n,
+                op.m,
+            ),
         };
         let (alpha, beta) = (op.alpha, op.beta);
         // SAFETY: the caller's buffers hold what `op` describes (validated by GemmOp::validate).
@@ -228,7 +272,11 @@ impl Cublas {
 pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
     use hgemm_kernels::spec::Major;
     // An entry that writes C column-major reads the caller's B as its A, and A as its B.
-    let (a_major, b_major) = if swaps(kernel, Layout::RowMajor) { (kernel.b_major, kernel.a_major) } else { (kernel.a_major, kernel.b_major) };
+    let (a_major, b_major) = if swaps(kernel, Layout::RowMajor) {
+        (kernel.b_major, kernel.a_major)
+    } else {
+        (kernel.a_major, kernel.b_major)
+    };
     let op = GemmOp::new(m, n, k);
     let op = if a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
     if b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
@@ -241,8 +289,12 @@ pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) ->
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(op.m.max(1));
     for z in 0..op.batch {
         let (a, b) = (&a[z * op.stride_a..], &b[z * op.stride_b..]);
-        let at = |i: usize, kk: usize| if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64();
-        let bt = |kk: usize, j: usize| if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64();
+        let at = |i: usize, kk: usize| {
+            if op.a_layout == Layout::RowMajor { a[i * op.lda + kk] } else { a[kk * op.lda + i] }.to_f64()
+        };
+        let bt = |kk: usize, j: usize| {
+            if op.b_layout == Layout::RowMajor { b[kk * op.ldb + j] } else { b[j * op.ldb + kk] }.to_f64()
+        };
         // A·B row by row, the rows split over the host's cores.
         let rows_per = op.m.div_ceil(threads);
         let ab: Vec<Vec<f64>> = std::thread::scope(|s| {
@@ -250,7 +302,10 @@ pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) ->
                 .map(|t| {
                     s.spawn(move || {
                         let rows = t * rows_per..((t + 1) * rows_per).min(op.m);
-                        rows.flat_map(|i| (0..op.n).map(move |j| (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum::<f64>())).collect::<Vec<f64>>()
+                        rows.flat_map(|i| {
+                            (0..op.n).map(move |j| (0..op.k).map(|kk| at(i, kk) * bt(kk, j)).sum::<f64>())
+                        })
+                        .collect::<Vec<f64>>()
                     })
                 })
                 .collect();
@@ -327,7 +382,14 @@ pub const CPU_CHECK_MAX_MACS: usize = 1 << 27;
 
 /// Run `kernel` once on fresh random inputs and check it against cuBLAS (and the CPU on small
 /// shapes). `seed` picks the inputs.
-pub fn check(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Case> {
+pub fn check(
+    gemm: &Gemm,
+    blas: &Cublas,
+    stream: &Arc<CudaStream>,
+    kernel: &KernelSpec,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) -> Result<Case> {
     let op = op_for(kernel, m, n, k);
     let (la, lb, _) = lengths(&op);
     let a = random(gemm, stream, la, seed, 1.0)?;
@@ -383,20 +445,36 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
     let b = random(gemm, stream, lb, 2, 1.0)?;
     let mut c = unsafe { stream.alloc::<bf16>(lc) }.map_err(drv("cuMemAlloc"))?;
     let mut out = Vec::new();
-    let mut expect = |what: &str, c: &mut CudaSlice<bf16>, call: &dyn Fn(&mut CudaSlice<bf16>) -> Result<()>, ok: &dyn Fn(&Error) -> bool| -> Result<()> {
+    let mut expect = |what: &str,
+                      c: &mut CudaSlice<bf16>,
+                      call: &dyn Fn(&mut CudaSlice<bf16>) -> Result<()>,
+                      ok: &dyn Fn(&Error) -> bool|
+     -> Result<()> {
         fill(gemm, stream, c, GUARD)?;
         let r = call(c);
         let untouched = stream.clone_dtoh(c).map_err(drv("cuMemcpyDtoH"))?.iter().all(|x| x.to_bits() == GUARD);
         let passed = matches!(&r, Err(e) if ok(e)) && untouched;
-        out.push(Rejection { what: format!("{what}: {}", r.err().map(|e| e.to_string()).unwrap_or_else(|| "accepted".into())), passed });
+        out.push(Rejection {
+            what: format!("{what}: {}", r.err().map(|e| e.to_string()).unwrap_or_else(|| "accepted".into())),
+            passed,
+        });
         Ok(())
     };
-    let run = |op: GemmOp, a: &cudarc::driver::CudaView<bf16>, c: &mut CudaSlice<bf16>| gemm.gemm_with(kernel, stream, &op, a, &b, c);
-    expect("K not a multiple of 8", &mut c, &|c| run(op_for(kernel, m, n, 100), &a.slice(..), c), &|e| matches!(e, Error::InvalidShape(_)))?;
-    expect("C too short", &mut c, &|c| gemm.gemm_with(kernel, stream, &op_for(kernel, m, n, k), &a, &b, &mut c.slice_mut(..m * n - 1)), &|e| {
-        matches!(e, Error::BufferTooSmall { operand: "C", .. })
+    let run = |op: GemmOp, a: &cudarc::driver::CudaView<bf16>, c: &mut CudaSlice<bf16>| {
+        gemm.gemm_with(kernel, stream, &op, a, &b, c)
+    };
+    expect("K not a multiple of 8", &mut c, &|c| run(op_for(kernel, m, n, 100), &a.slice(..), c), &|e| {
+        matches!(e, Error::InvalidShape(_))
     })?;
-    expect("A misaligned", &mut c, &|c| run(op_for(kernel, m, n, k), &a.slice(1..), c), &|e| matches!(e, Error::Misaligned { operand: "A", .. }))?;
+    expect(
+        "C too short",
+        &mut c,
+        &|c| gemm.gemm_with(kernel, stream, &op_for(kernel, m, n, k), &a, &b, &mut c.slice_mut(..m * n - 1)),
+        &|e| matches!(e, Error::BufferTooSmall { operand: "C", .. }),
+    )?;
+    expect("A misaligned", &mut c, &|c| run(op_for(kernel, m, n, k), &a.slice(1..), c), &|e| {
+        matches!(e, Error::Misaligned { operand: "A", .. })
+    })?;
     if kernel.c_box.is_some() {
         expect("N odd (TMA store)", &mut c, &|c| run(op_for(kernel, m, n - 1, k), &a.slice(..), c), &|e| {
             matches!(e, Error::Unsupported { .. })
@@ -404,13 +482,17 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
     }
     if kernel.single_tile_column() {
         let (m2, n2) = if kernel.c_col_major { (m + 8, n) } else { (m, n + 8) };
-        expect("two columns of tiles", &mut c, &|c| run(op_for(kernel, m2, n2, k), &a.slice(..), c), &|e| matches!(e, Error::Unsupported { .. }))?;
+        expect("two columns of tiles", &mut c, &|c| run(op_for(kernel, m2, n2, k), &a.slice(..), c), &|e| {
+            matches!(e, Error::Unsupported { .. })
+        })?;
     }
     // beta ≠ 0: a ladder kernel takes none, and a tile whose last staging box is shifted takes it
     // in one column only (256 is two columns of its tiles).
     if !kernel.general || kernel.shifted_last_box() {
         let what = if kernel.general { "two columns of tiles, beta != 0" } else { "beta != 0 on a ladder kernel" };
-        expect(what, &mut c, &|c| run(op_for(kernel, m, n, k).beta(1.0), &a.slice(..), c), &|e| matches!(e, Error::Unsupported { .. }))?;
+        expect(what, &mut c, &|c| run(op_for(kernel, m, n, k).beta(1.0), &a.slice(..), c), &|e| {
+            matches!(e, Error::Unsupported { .. })
+        })?;
     }
     Ok(out)
 }
@@ -443,7 +525,8 @@ pub fn verify_shapes(kernel: &KernelSpec) -> Vec<(usize, usize, usize)> {
     // `t - d % t`: `t - d` where the tile is wider than `d` (160 and 224), folded into the
     // column for the narrow tiles (16 and 32).
     let cut = |d: usize| t - d % t;
-    let (ns, ms) = ([t, 8, cut(24), cut(8), t, cut(16), t, cut(24), t], [t, 1, cut(31), cut(3), t, cut(16), t, cut(29), t]);
+    let (ns, ms) =
+        ([t, 8, cut(24), cut(8), t, cut(16), t, cut(24), t], [t, 1, cut(31), cut(3), t, cut(16), t, cut(29), t]);
     VERIFY_SHAPES
         .iter()
         .enumerate()
@@ -457,7 +540,13 @@ pub const ODD_N_SHAPE: (usize, usize, usize) = (67, 301, 40);
 
 /// Everything `hgemm verify` and the GPU tests check for one kernel, one printable line per
 /// case and whether it passed. `seed` makes the inputs.
-pub fn verify_kernel(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, kernel: &KernelSpec, seed: u64) -> Result<Vec<(String, bool)>> {
+pub fn verify_kernel(
+    gemm: &Gemm,
+    blas: &Cublas,
+    stream: &Arc<CudaStream>,
+    kernel: &KernelSpec,
+    seed: u64,
+) -> Result<Vec<(String, bool)>> {
     let mut lines = Vec::new();
     let odd = kernel.c_box.is_none().then_some(ODD_N_SHAPE);
     for (i, &shape) in verify_shapes(kernel).iter().chain(odd.iter()).enumerate() {
@@ -506,7 +595,13 @@ pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
 /// Run `op` through [`Gemm::gemm`] (the automatic choice) on fresh random A, B and C (C matters
 /// when beta ≠ 0; padding between rows and batch entries must come back untouched), and the same
 /// through cuBLAS, and compare the whole C buffers.
-pub fn check_op(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> Result<(Comparison, Option<Comparison>)> {
+pub fn check_op(
+    gemm: &Gemm,
+    blas: &Cublas,
+    stream: &Arc<CudaStream>,
+    op: &GemmOp,
+    seed: u64,
+) -> Result<(Comparison, Option<Comparison>)> {
     let (la, lb, lc) = lengths(op);
     let a = random(gemm, stream, la, seed, 1.0)?;
     let b = random(gemm, stream, lb, seed ^ 0x5eed, 1.0 / (op.k.max(1) as f32).sqrt())?;
@@ -554,10 +649,14 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     let b = GemmOp::new(200, 264, 72).b(Layout::RowMajor, 264);
     let (la, lb, lc) = lengths(&b);
     cases.push(("200x264x72 batch of 3, strided with gaps".into(), b.beta(1.0).batched(3, la + 64, lb + 8, lc + 256)));
-    cases.push(("8192x8192x8192 batch of 1 through the general path, beta 1".into(), GemmOp::new(8192, 8192, 8192).beta(1.0)));
+    cases.push((
+        "8192x8192x8192 batch of 1 through the general path, beta 1".into(),
+        GemmOp::new(8192, 8192, 8192).beta(1.0),
+    ));
     cases.push(("256x512x0 (K = 0): C = beta·C".into(), GemmOp::new(256, 512, 0).beta(0.5)));
     // Several tiles per cluster, an odd number on some: K = 0 must not touch the operand stages.
-    cases.push(("2304x4096x0 (K = 0), tiles over every cluster, beta 1.5".into(), GemmOp::new(2304, 4096, 0).beta(1.5)));
+    cases
+        .push(("2304x4096x0 (K = 0), tiles over every cluster, beta 1.5".into(), GemmOp::new(2304, 4096, 0).beta(1.5)));
     // Stream-K: tiles split across workers in each regime (see `StreamK`).
     cases.push((
         "520x776x4096 C col-major, alpha .75 beta -.5: every tile split by K".into(),
@@ -565,13 +664,25 @@ pub fn general_cases() -> Vec<(String, GemmOp)> {
     ));
     let b = GemmOp::new(200, 264, 1024).b(Layout::RowMajor, 264).beta(1.0);
     let (la, lb, lc) = lengths(&b);
-    cases.push(("200x264x1024 B row-major, batch of 40, beta 1: split tiles across batch entries".into(), b.batched(40, la, lb, lc)));
-    cases.push(("2304x2304x4096 A col-major: a wave and a quarter, split".into(), GemmOp::new(2304, 2304, 4096).a(Layout::ColMajor, 2304)));
+    cases.push((
+        "200x264x1024 B row-major, batch of 40, beta 1: split tiles across batch entries".into(),
+        b.batched(40, la, lb, lc),
+    ));
+    cases.push((
+        "2304x2304x4096 A col-major: a wave and a quarter, split".into(),
+        GemmOp::new(2304, 2304, 4096).a(Layout::ColMajor, 2304),
+    ));
     // Rows of C that end inside a 16-byte chunk, which TMA would overwrite to its end.
     for n in [5, 300, 1001] {
         let ldc = (n + 8usize).div_ceil(8) * 8;
-        cases.push((format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 0"), GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc)));
-        cases.push((format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 1"), GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc).beta(1.0)));
+        cases.push((
+            format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 0"),
+            GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc),
+        ));
+        cases.push((
+            format!("130x{n}x64 C rows end mid-chunk (ldc {ldc}), beta 1"),
+            GemmOp::new(130, n, 64).c(Layout::RowMajor, ldc).beta(1.0),
+        ));
     }
     cases
 }
@@ -597,7 +708,13 @@ pub fn sample_calls(macs: usize, bytes: usize, sample_ms: f64) -> (usize, usize)
 
 /// Milliseconds per call: `samples` CUDA-event samples of `calls` back-to-back calls each, after
 /// `warmup` calls, and their median. `run(i)` makes call number `i` (use it to rotate inputs).
-pub fn time_median(stream: &Arc<CudaStream>, warmup: usize, samples: usize, calls: usize, mut run: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+pub fn time_median(
+    stream: &Arc<CudaStream>,
+    warmup: usize,
+    samples: usize,
+    calls: usize,
+    mut run: impl FnMut(usize) -> Result<()>,
+) -> Result<Vec<f64>> {
     let ctx = stream.context();
     let start = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("cuEventCreate"))?;
     let stop = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("cuEventCreate"))?;

@@ -150,12 +150,18 @@ impl TuneTable {
     /// splitting only if `op` allows it.
     pub fn insert(&mut self, op: &GemmOp, choice: Choice) -> Result<()> {
         if choice.kernel.family != self.family {
-            return Err(Error::Tuning(format!("{} is a {} kernel; this table is for {}", choice.kernel.name, choice.kernel.family.name(), self.family.name())));
+            return Err(Error::Tuning(format!(
+                "{} is a {} kernel; this table is for {}",
+                choice.kernel.name,
+                choice.kernel.family.name(),
+                self.family.name()
+            )));
         }
         if choice.split && !op.stream_k {
             return Err(Error::Tuning(format!("{} split by K for a call that forbids splitting", choice.kernel.name)));
         }
-        op::supports(choice.kernel, op).map_err(|e| Error::Tuning(format!("{} for {}: {e}", choice.kernel.name, shape(&TuneKey::of(op)))))?;
+        op::supports(choice.kernel, op)
+            .map_err(|e| Error::Tuning(format!("{} for {}: {e}", choice.kernel.name, shape(&TuneKey::of(op)))))?;
         self.choices.insert(TuneKey::of(op), choice);
         Ok(())
     }
@@ -163,7 +169,9 @@ impl TuneTable {
     /// Every choice with its key, in the text's order (by M, N, K and then the rest).
     pub fn entries(&self) -> Vec<(TuneKey, Choice)> {
         let mut v: Vec<_> = self.choices.iter().map(|(k, c)| (*k, *c)).collect();
-        v.sort_by_key(|(k, _)| (k.m, k.n, k.k, k.batch, layout(k.a), layout(k.b), layout(k.c), !k.plain_epilogue, !k.stream_k));
+        v.sort_by_key(|(k, _)| {
+            (k.m, k.n, k.k, k.batch, layout(k.a), layout(k.b), layout(k.c), !k.plain_epilogue, !k.stream_k)
+        });
         v
     }
 
@@ -192,7 +200,9 @@ impl TuneTable {
     /// `512 5120 8192 1 row col row plain stream-k hopper_v7_midtrim_kk split`).
     pub fn to_text(&self) -> String {
         let mut s = format!("{HEADER}\ndevice {} {} {}\n", self.family.name(), self.sms, self.device);
-        s.push_str("# M N K batch A B C epilogue(plain|scaled) splitting(stream-k|whole) kernel schedule(split|whole)\n");
+        s.push_str(
+            "# M N K batch A B C epilogue(plain|scaled) splitting(stream-k|whole) kernel schedule(split|whole)\n",
+        );
         for (k, c) in self.entries() {
             let _ = writeln!(
                 s,
@@ -218,7 +228,11 @@ impl TuneTable {
     /// not parse is an [`Error::Tuning`] naming the line; nothing is half-read.
     pub fn parse(text: &str, family: Family, device: &str, sms: u32) -> Result<TuneTable> {
         let mut table = TuneTable::new(family, device, sms);
-        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
         let bad = |n: usize, why: String| Error::Tuning(format!("line {n}: {why}"));
         match lines.next() {
             Some((_, HEADER)) => {}
@@ -242,7 +256,8 @@ impl TuneTable {
             let [m, nn, k, batch, a, b, c, epi, sk, kernel, sched] = f[..] else {
                 return Err(bad(n, format!("expected 11 fields, found {}", f.len())));
             };
-            let size = |s: &str, what: &str| s.parse::<usize>().map_err(|_| bad(n, format!("{what} \"{s}\" is not a size")));
+            let size =
+                |s: &str, what: &str| s.parse::<usize>().map_err(|_| bad(n, format!("{what} \"{s}\" is not a size")));
             let order = |s: &str, what: &str| match s {
                 "row" => Ok(Layout::RowMajor),
                 "col" => Ok(Layout::ColMajor),
@@ -283,7 +298,11 @@ fn layout(l: Layout) -> &'static str {
 
 /// `M×N×K` (and the batch, if any) of a key.
 pub fn shape(k: &TuneKey) -> String {
-    if k.batch == 1 { format!("{}x{}x{}", k.m, k.n, k.k) } else { format!("{}x{}x{} (batch {})", k.m, k.n, k.k, k.batch) }
+    if k.batch == 1 {
+        format!("{}x{}x{}", k.m, k.n, k.k)
+    } else {
+        format!("{}x{}x{} (batch {})", k.m, k.n, k.k, k.batch)
+    }
 }
 
 /// How [`Gemm::tune_with`](crate::Gemm::tune_with) measures.
@@ -369,11 +388,20 @@ impl Tuning {
 /// tuning measures what the rules guessed), with and without its split, priced within
 /// `opts.window` of the cheapest, at most `opts.max_candidates`, cheapest first, and `priced`
 /// (`auto`'s pick) always first.
-pub fn candidates(kernels: &[&'static KernelSpec], op: &GemmOp, sms: u32, priced: Choice, opts: &TuneOptions) -> Vec<(Choice, f64)> {
-    let split = op::price(kernels.iter().copied(), op, sms).map(|p| (Choice { kernel: p.spec, split: op.stream_k }, p.cost));
+pub fn candidates(
+    kernels: &[&'static KernelSpec],
+    op: &GemmOp,
+    sms: u32,
+    priced: Choice,
+    opts: &TuneOptions,
+) -> Vec<(Choice, f64)> {
+    let split =
+        op::price(kernels.iter().copied(), op, sms).map(|p| (Choice { kernel: p.spec, split: op.stream_k }, p.cost));
     // The same entries run whole, where their schedule would split (`price` then counts whole waves).
     let whole_op = op.stream_k(false);
-    let whole = op::price(kernels.iter().copied(), &whole_op, sms).filter(|p| op.stream_k && p.schedule.is_some_and(|sk| sk.splits())).map(|p| (Choice { kernel: p.spec, split: false }, p.cost));
+    let whole = op::price(kernels.iter().copied(), &whole_op, sms)
+        .filter(|p| op.stream_k && p.schedule.is_some_and(|sk| sk.splits()))
+        .map(|p| (Choice { kernel: p.spec, split: false }, p.cost));
     let mut all: Vec<(Choice, f64)> = split.chain(whole).collect();
     all.sort_by(|a, b| a.1.total_cmp(&b.1));
     let cheapest = all.first().map_or(f64::INFINITY, |c| c.1);
@@ -400,7 +428,10 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         return Err(Error::Tuning(format!("{} samples of {} ms: both must be positive", opts.samples, opts.sample_ms)));
     }
     let key = TuneKey::of(op);
-    let priced = gemm.priced(op).ok_or_else(|| Error::Unsupported { kernel: "auto", reason: format!("no {} kernel computes {}", gemm.family().name(), shape(&key)) })?;
+    let priced = gemm.priced(op).ok_or_else(|| Error::Unsupported {
+        kernel: "auto",
+        reason: format!("no {} kernel computes {}", gemm.family().name(), shape(&key)),
+    })?;
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
 
     // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
@@ -468,7 +499,9 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let (calls, warmup) = testing::sample_calls(testing::macs(op), set_bytes, opts.sample_ms);
     let sample = |launches: &[Prepared]| -> Result<f64> {
         // SAFETY: prepared on this function's buffers, alive until it returns, used on this one stream.
-        let ms = testing::time_median(stream, warmup, 1, calls, |j| unsafe { gemm.launch_prepared(&launches[j % sets], stream) })?;
+        let ms = testing::time_median(stream, warmup, 1, calls, |j| unsafe {
+            gemm.launch_prepared(&launches[j % sets], stream)
+        })?;
         Ok(ms[0])
     };
     let n = timed.len();
@@ -492,7 +525,11 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
                 a.push(sample(&auto.1)?);
                 b.push(sample(&best.1)?);
             }
-            Some(HeadToHead { challenger: best.0.choice, priced_ms: testing::median(&a), challenger_ms: testing::median(&b) })
+            Some(HeadToHead {
+                challenger: best.0.choice,
+                priced_ms: testing::median(&a),
+                challenger_ms: testing::median(&b),
+            })
         }
         _ => None,
     };
@@ -514,12 +551,18 @@ mod tests {
 
     fn table() -> TuneTable {
         let mut t = TuneTable::new(Family::Hopper, "NVIDIA H200", 132);
-        t.insert(&GemmOp::new(512, 5120, 8192), Choice { kernel: hopper("hopper_v7_midtrim_kk"), split: true }).unwrap();
+        t.insert(&GemmOp::new(512, 5120, 8192), Choice { kernel: hopper("hopper_v7_midtrim_kk"), split: true })
+            .unwrap();
         t.insert(&GemmOp::new(256, 22016, 4096), Choice { kernel: hopper("hopper_v7_mid_kk"), split: false }).unwrap();
-        let scaled = GemmOp::new(1000, 1000, 1000).b(Layout::RowMajor, 1000).c(Layout::ColMajor, 1000).beta(1.0).batched(3, 1000 * 1000, 1000 * 1000, 1000 * 1000);
+        let scaled = GemmOp::new(1000, 1000, 1000)
+            .b(Layout::RowMajor, 1000)
+            .c(Layout::ColMajor, 1000)
+            .beta(1.0)
+            .batched(3, 1000 * 1000, 1000 * 1000, 1000 * 1000);
         let pick = op::choose(hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper), &scaled, 132).unwrap();
         t.insert(&scaled, Choice { kernel: pick, split: true }).unwrap();
-        t.insert(&GemmOp::new(64, 64, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: false }).unwrap();
+        t.insert(&GemmOp::new(64, 64, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: false })
+            .unwrap();
         t
     }
 
@@ -561,7 +604,9 @@ mod tests {
         let v3 = hopper("hopper_v3");
         let err = t.insert(&GemmOp::new(128, 128, 64).beta(1.0), Choice { kernel: v3, split: false }).unwrap_err();
         assert!(matches!(&err, Error::Tuning(s) if s.contains("hopper_v3") && s.contains("alpha = 1")), "{err}");
-        let err = t.insert(&GemmOp::new(128, 128, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: true }).unwrap_err();
+        let err = t
+            .insert(&GemmOp::new(128, 128, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: true })
+            .unwrap_err();
         assert!(matches!(&err, Error::Tuning(s) if s.contains("forbids")), "{err}");
         if let Some(b) = hgemm_kernels::kernels().find(|k| k.family == Family::Blackwell && k.general) {
             let err = t.insert(&GemmOp::new(128, 128, 64), Choice { kernel: b, split: true }).unwrap_err();
@@ -594,10 +639,13 @@ mod tests {
 
     #[test]
     fn candidates_start_with_autos_pick_and_stay_in_the_window() {
-        let hopper: Vec<&'static KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper).collect();
+        let hopper: Vec<&'static KernelSpec> =
+            hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper).collect();
         let kernels = || hopper.iter().copied();
         let opts = TuneOptions::default();
-        for (m, n, k) in [(256, 22016, 4096), (8192, 8192, 8192), (2304, 2304, 2304), (640, 3072, 1024), (128, 8192, 8192)] {
+        for (m, n, k) in
+            [(256, 22016, 4096), (8192, 8192, 8192), (2304, 2304, 2304), (640, 3072, 1024), (128, 8192, 8192)]
+        {
             let op = GemmOp::new(m, n, k);
             let pick = op::choose(kernels(), &op, 132).unwrap();
             let priced = Choice { kernel: pick, split: true };
@@ -615,16 +663,39 @@ mod tests {
         // Where auto's pick splits, the same entry whole is weighed too (256×22016×4096: wide
         // tiles split, mid tiles split 2–5% faster in the twenty-sixth session).
         let op = GemmOp::new(256, 22016, 4096);
-        let c = candidates(&hopper, &op, 132, Choice { kernel: op::choose(kernels(), &op, 132).unwrap(), split: true }, &opts);
+        let c = candidates(
+            &hopper,
+            &op,
+            132,
+            Choice { kernel: op::choose(kernels(), &op, 132).unwrap(), split: true },
+            &opts,
+        );
         let names: Vec<String> = c.iter().map(|x| x.0.describe(&TuneKey::of(&op))).collect();
         assert!(names.iter().any(|s| s == "hopper_v7_mid_kk"), "{names:?}");
         // A general call (the GPU test tunes it) has rivals too.
-        let general = GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(2, 2000 * 2000, 2000 * 2000, 2000 * 2000);
-        let c = candidates(&hopper, &general, 132, Choice { kernel: op::choose(kernels(), &general, 132).unwrap(), split: true }, &opts);
+        let general = GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(
+            2,
+            2000 * 2000,
+            2000 * 2000,
+            2000 * 2000,
+        );
+        let c = candidates(
+            &hopper,
+            &general,
+            132,
+            Choice { kernel: op::choose(kernels(), &general, 132).unwrap(), split: true },
+            &opts,
+        );
         assert!(c.len() >= 2, "{:?}", c.iter().map(|x| x.0.kernel.name).collect::<Vec<_>>());
         // With splitting forbidden, nothing splits.
         let whole = op.stream_k(false);
-        let c = candidates(&hopper, &whole, 132, Choice { kernel: op::choose(kernels(), &whole, 132).unwrap(), split: false }, &opts);
+        let c = candidates(
+            &hopper,
+            &whole,
+            132,
+            Choice { kernel: op::choose(kernels(), &whole, 132).unwrap(), split: false },
+            &opts,
+        );
         assert!(c.iter().all(|x| !x.0.split));
     }
 }

@@ -6,9 +6,18 @@ use hgemm::testing::{self, Cublas};
 use hgemm::{Family, Gemm};
 
 fn open(family: Family) -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine")).expect("hgemm::Gemm::new");
+    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
+        .expect("hgemm::Gemm::new");
     let d = gemm.device();
-    assert_eq!(gemm.family(), family, "this test needs a {} GPU; this is {} ({}.{})", family.name(), d.name, d.major, d.minor);
+    assert_eq!(
+        gemm.family(),
+        family,
+        "this test needs a {} GPU; this is {} ({}.{})",
+        family.name(),
+        d.name,
+        d.major,
+        d.minor
+    );
     gemm
 }
 
@@ -71,8 +80,8 @@ fn hopper_general_calls_match_cublas() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_chained_calls_see_their_predecessors_output() {
-    use hgemm::GemmOp;
     use half::bf16;
+    use hgemm::GemmOp;
     const STEPS: usize = 8;
     let gemm = open(Family::Hopper);
     let stream = gemm.context().default_stream();
@@ -103,7 +112,10 @@ fn hopper_chained_calls_see_their_predecessors_output() {
             let out = stream.clone_dtoh(&xs[i + 1]).unwrap();
             let reference = stream.clone_dtoh(&reference).unwrap();
             let r = testing::compare(&out, reference.iter().map(|x| x.to_f64()));
-            println!("{} {m}×{n}×{k} step {i}: vs cuBLAS {:.2e}, {} non-finite", kernel.name, r.rel_error, r.non_finite);
+            println!(
+                "{} {m}×{n}×{k} step {i}: vs cuBLAS {:.2e}, {} non-finite",
+                kernel.name, r.rel_error, r.non_finite
+            );
             if !r.passed() {
                 failures.push(format!("M = {m}, step {i}: {r:?}"));
             }
@@ -119,10 +131,16 @@ fn hopper_tensor_ceilings_run_their_mmas() {
     let stream = gemm.context().default_stream();
     let mut ceiling = testing::Ceiling::new(&gemm, &stream).unwrap();
     assert!(matches!(ceiling.run(&gemm, &stream, "ceiling", (0, 1024, 1024)), Err(hgemm::Error::InvalidShape(_))));
-    assert!(matches!(ceiling.run(&gemm, &stream, "ceiling_none", (1024, 1024, 1024)), Err(hgemm::Error::UnknownKernel(_))));
+    assert!(matches!(
+        ceiling.run(&gemm, &stream, "ceiling_none", (1024, 1024, 1024)),
+        Err(hgemm::Error::UnknownKernel(_))
+    ));
     let sms = gemm.device().sms;
     let mut too_many = testing::Ceiling::new(&gemm, &stream).unwrap().on_ctas(sms + 1);
-    assert!(matches!(too_many.run(&gemm, &stream, "ceiling", (1024, 1024, 1024)), Err(hgemm::Error::Unsupported { .. })));
+    assert!(matches!(
+        too_many.run(&gemm, &stream, "ceiling", (1024, 1024, 1024)),
+        Err(hgemm::Error::Unsupported { .. })
+    ));
     // Over fewer SMs, only their threads write.
     let mut fewer = testing::Ceiling::new(&gemm, &stream).unwrap().on_ctas(sms / 2);
     fewer.run(&gemm, &stream, "ceiling", (1000, 1024, 520)).unwrap();
@@ -155,13 +173,26 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
     // A split schedule with close rivals, and a general call (C column-major, beta, a batch).
     let ops = [
         GemmOp::new(256, 22016, 4096),
-        GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(2, 2000 * 2000, 2000 * 2000, 2000 * 2000),
+        GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(
+            2,
+            2000 * 2000,
+            2000 * 2000,
+            2000 * 2000,
+        ),
     ];
     let mut failures = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let t = gemm.tune_with(&stream, op, &opts).unwrap();
-        let line: Vec<String> = t.timed.iter().map(|x| format!("{} {:.4} ms", x.choice.describe(&t.key), x.ms)).collect();
-        println!("{}: priced {}, chosen {}, gain {:.3}: {}", hgemm::tune::shape(&t.key), t.priced.describe(&t.key), t.chosen.describe(&t.key), t.gain(), line.join(", "));
+        let line: Vec<String> =
+            t.timed.iter().map(|x| format!("{} {:.4} ms", x.choice.describe(&t.key), x.ms)).collect();
+        println!(
+            "{}: priced {}, chosen {}, gain {:.3}: {}",
+            hgemm::tune::shape(&t.key),
+            t.priced.describe(&t.key),
+            t.chosen.describe(&t.key),
+            t.gain(),
+            line.join(", ")
+        );
         assert!(t.timed.len() >= 2, "{line:?}: one candidate only");
         assert!(t.timed.iter().all(|x| x.ms.is_finite() && x.ms > 0.0), "{line:?}");
         assert!(t.timed.windows(2).all(|w| w[0].ms <= w[1].ms), "{line:?}: not fastest first");
@@ -183,9 +214,17 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
     // Every other entry that computes 256×22016×4096, forced through a table, runs and matches.
     let d = gemm.device();
     let priced = gemm.priced(&ops[0]).unwrap();
-    for kernel in gemm.kernels().filter(|k| k.general && k.name != priced.kernel.name && hgemm::op::supports(k, &ops[0]).is_ok()) {
+    for kernel in
+        gemm.kernels().filter(|k| k.general && k.name != priced.kernel.name && hgemm::op::supports(k, &ops[0]).is_ok())
+    {
         for split in [true, false] {
-            let table = format!("hgemm tuning 1\ndevice hopper {} {}\n256 22016 4096 1 row col row plain stream-k {} {}\n", d.sms, d.name, kernel.name, if split { "split" } else { "whole" });
+            let table = format!(
+                "hgemm tuning 1\ndevice hopper {} {}\n256 22016 4096 1 row col row plain stream-k {} {}\n",
+                d.sms,
+                d.name,
+                kernel.name,
+                if split { "split" } else { "whole" }
+            );
             gemm.clear_tuning();
             gemm.load_tuning(&table).unwrap();
             assert_eq!(gemm.choose(&ops[0]).map(|k| k.name), Some(kernel.name));

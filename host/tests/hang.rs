@@ -12,10 +12,11 @@ fn fire<T>(
     kernel: &str,
     launch: impl FnOnce(&hgemm::Gemm, &std::sync::Arc<cudarc::driver::CudaStream>) -> hgemm::Result<T>,
 ) -> (hgemm::Gemm, T, hgemm::hang::HangReport, String) {
-    use hgemm::hang::LIMIT_NS;
     use hgemm::Error;
+    use hgemm::hang::LIMIT_NS;
 
-    let gemm = hgemm::Gemm::new(hgemm::device::context(0).expect("no GPU: run this test on a GPU machine")).expect("hgemm::Gemm::new");
+    let gemm = hgemm::Gemm::new(hgemm::device::context(0).expect("no GPU: run this test on a GPU machine"))
+        .expect("hgemm::Gemm::new");
     let stream = gemm.context().default_stream();
     let started = std::time::Instant::now();
     let kept = launch(&gemm, &stream).expect("launch");
@@ -42,7 +43,8 @@ fn hang_guard_reports_a_broken_pipeline() {
 
     #[cfg(feature = "hang-guard")]
     {
-        let (_gemm, (), r, report) = fire("hgemm_hang_test", |gemm, stream| hgemm::hang::launch_broken_pipeline(gemm, stream));
+        let (_gemm, (), r, report) =
+            fire("hgemm_hang_test", |gemm, stream| hgemm::hang::launch_broken_pipeline(gemm, stream));
         // hgemm_hang_test: two CTAs of 64 threads, 16 bytes of dynamic shared memory, waiting for
         // phase 0 of the barrier at offset 8.
         assert_eq!((r.smem_offset, r.parity, r.flag), (8, 0, 0), "{report}");

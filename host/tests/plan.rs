@@ -2,7 +2,7 @@
 //! kernel `auto` runs for a shape, and whether it splits tiles, worked out without a GPU. Needs
 //! no GPU.
 
-use hgemm::{op, GemmOp, KernelSpec};
+use hgemm::{GemmOp, KernelSpec, op};
 use hgemm_kernels::spec::Family;
 use std::process::Command;
 
@@ -10,7 +10,8 @@ use std::process::Command;
 /// its schedule splits tiles by K.
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
-    let (spec, shape) = op::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
+    let (spec, shape) =
+        op::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
     (spec.name, shape.split.is_some())
 }
 
@@ -69,7 +70,8 @@ fn the_tables_name_the_kernels_auto_runs() {
 #[test]
 fn plan_runs_without_a_gpu() {
     let hgemm = env!("CARGO_BIN_EXE_hgemm");
-    let out = Command::new(hgemm).args(["plan", "--shapes", "8192x8192x8192,128x8192x8192,16x28672x4096"]).output().unwrap();
+    let out =
+        Command::new(hgemm).args(["plan", "--shapes", "8192x8192x8192,128x8192x8192,16x28672x4096"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
@@ -99,7 +101,12 @@ fn the_llm_table_is_what_plan_llm_runs() {
     let doc = include_str!("../../docs/shapes.md");
     let rows = table_rows(doc, "| N×K | layer | M = 256 |");
     let header = doc.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
-    let ms: Vec<usize> = header.trim_matches('|').split('|').skip(2).map(|c| c.trim().trim_start_matches("M = ").parse().unwrap()).collect();
+    let ms: Vec<usize> = header
+        .trim_matches('|')
+        .split('|')
+        .skip(2)
+        .map(|c| c.trim().trim_start_matches("M = ").parse().unwrap())
+        .collect();
     let mut shapes = Vec::new();
     for row in &rows {
         let nk: Vec<usize> = row[0].split('×').map(|x| x.parse().unwrap()).collect();
@@ -113,7 +120,12 @@ fn the_llm_table_is_what_plan_llm_runs() {
     assert_eq!(shapes.len(), 90);
     let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--llm"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut listed: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().skip(1).map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    let mut listed: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
     listed.sort();
     shapes.sort();
     assert_eq!(listed, shapes);
@@ -121,7 +133,10 @@ fn the_llm_table_is_what_plan_llm_runs() {
 
 #[test]
 fn plan_why_lists_the_prices_auto_weighs() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--shapes", "8192x8192x8192,4352x256x4096"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm"))
+        .args(["plan", "--why", "--shapes", "8192x8192x8192,4352x256x4096"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     // Each shape's line, then its entries indented, cheapest first (price, name, eligible); the
@@ -139,7 +154,11 @@ fn plan_why_lists_the_prices_auto_weighs() {
     assert_eq!(blocks.len(), 2, "{text}");
     for (head, priced) in &blocks {
         assert!(priced.windows(2).all(|w| w[0].0 <= w[1].0), "{text}");
-        assert!(priced.iter().any(|p| p.1 == head[1] && p.2), "{}: the pick is not listed as eligible\n{text}", head[0]);
+        assert!(
+            priced.iter().any(|p| p.1 == head[1] && p.2),
+            "{}: the pick is not listed as eligible\n{text}",
+            head[0]
+        );
     }
     // At 8192³ the pick is the cheapest entry; at 4352×256×4096 whole trim tiles priced within
     // 6% take the call from the cheaper square pairs, split with fewer units than pairs.
@@ -148,9 +167,15 @@ fn plan_why_lists_the_prices_auto_weighs() {
     assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk_cm"), "{text}");
     // The pick's line says so, and where a rule overruled the cheaper entries, that it did.
     let (first, second) = text.split_once("\n4352x256x4096 ").unwrap();
-    let note = |block: &str, name: &str| block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string();
+    let note = |block: &str, name: &str| {
+        block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string()
+    };
     assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
-    assert!(note(second, "hopper_v7_trim_kk_cm").ends_with("(auto's pick: `op::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"), "{text}");
+    assert!(
+        note(second, "hopper_v7_trim_kk_cm")
+            .ends_with("(auto's pick: `op::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"),
+        "{text}"
+    );
     assert!(!note(second, "hopper_v7_square_kk").contains("pick"), "{text}");
 }
 
@@ -158,17 +183,29 @@ fn plan_why_lists_the_prices_auto_weighs() {
 /// name that is no rule is an error that lists the rules.
 #[test]
 fn plan_rule_lists_the_moves_of_one_rule() {
-    let run = |rule: &str| Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--rule", rule, "--shapes", "8192x8192x8192,4352x256x4096,4864x2176x4096,1408x7040x4096"]).output().unwrap();
+    let run = |rule: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hgemm"))
+            .args(["plan", "--rule", rule, "--shapes", "8192x8192x8192,4352x256x4096,4864x2176x4096,1408x7040x4096"])
+            .output()
+            .unwrap()
+    };
     let shapes = |out: &std::process::Output| -> Vec<String> {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).lines().skip(1).map(|l| l.split_whitespace().next().unwrap().to_string()).collect()
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
     };
     assert_eq!(shapes(&run("WIDE_TRIM_SQUARE")), ["4864x2176x4096", "1408x7040x4096"]);
     assert_eq!(shapes(&run("THIN_SQUARE_SPLIT")), ["4352x256x4096"]);
     assert!(shapes(&run("ONE_COLUMN_SQUARE")).is_empty());
     let bad = run("WIDE");
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("want one of ONE_COLUMN_SQUARE, WIDE_TRIM_SQUARE, WIDE_HALF_EMPTY_SQUARE, THIN_SQUARE_SPLIT"));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("want one of ONE_COLUMN_SQUARE, WIDE_TRIM_SQUARE, WIDE_HALF_EMPTY_SQUARE, THIN_SQUARE_SPLIT")
+    );
 }
 
 /// A reader that stops early (`hgemm plan --why --llm | head -1`) ends the command without a
@@ -177,7 +214,12 @@ fn plan_rule_lists_the_moves_of_one_rule() {
 fn plan_into_a_closed_pipe_ends_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--why", "--llm"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hgemm"))
+        .args(["plan", "--why", "--llm"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
     assert!(first.starts_with("MxNxK"), "{first}");
@@ -214,7 +256,11 @@ fn tune_says_what_it_did_or_why_not() {
     if out.status.success() {
         assert!(stdout.lines().any(|l| l.starts_with("512x1024x256 ")), "{stdout}");
         let text = std::fs::read_to_string(&table).unwrap();
-        assert!(text.starts_with("hgemm tuning 1\ndevice ") && text.contains("\n512 1024 256 1 row col row plain stream-k "), "{text}");
+        assert!(
+            text.starts_with("hgemm tuning 1\ndevice ")
+                && text.contains("\n512 1024 256 1 row col row plain stream-k "),
+            "{text}"
+        );
         let _ = std::fs::remove_file(&table);
     } else {
         assert!(stderr.starts_with("hgemm: ") && stderr.trim_end().lines().count() == 1, "{stderr}");

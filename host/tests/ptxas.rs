@@ -22,7 +22,8 @@ fn cuda_tool(name: &str) -> PathBuf {
         assert!(p.exists(), "{} not found (HGEMM_CUDA_BIN={})", name, p.display());
         return p;
     }
-    let found = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.exists()));
+    let found = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.exists()));
     found.unwrap_or_else(|| panic!("{name} not found: run the tests with scripts/test.sh, which installs it from PyPI"))
 }
 
@@ -62,7 +63,8 @@ fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
     std::fs::create_dir_all(&dir).unwrap();
     let (src, cubin) = (dir.join(format!("{}.ptx", family.ptx_target())), dir.join(format!("{arch}.cubin")));
     std::fs::write(&src, text).unwrap();
-    let out = Command::new(cuda_tool("ptxas")).args(["-v", "-arch", arch, "-o"]).arg(&cubin).arg(&src).output().unwrap();
+    let out =
+        Command::new(cuda_tool("ptxas")).args(["-v", "-arch", arch, "-o"]).arg(&cubin).arg(&src).output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "ptxas -arch {arch} failed:\n{log}");
 
@@ -102,7 +104,9 @@ fn assemble(family: Family, text: &str, arch: &str) -> Assembled {
             continue;
         }
         // `/*0120*/  @!P0 SYNCS.ARRIVE.TRANS64.A1T0 RZ, [UR4], RZ ;`
-        let Some(code) = line.trim().strip_prefix("/*").and_then(|l| l.split_once("*/")).map(|(_, c)| c.trim()) else { continue };
+        let Some(code) = line.trim().strip_prefix("/*").and_then(|l| l.split_once("*/")).map(|(_, c)| c.trim()) else {
+            continue;
+        };
         let code = if code.starts_with('@') { code.split_once(' ').map(|(_, c)| c.trim()).unwrap_or("") } else { code };
         let op = code.split([' ', ';']).next().unwrap_or("");
         let s = sass.entry(function.clone()).or_default();
@@ -140,13 +144,19 @@ fn entry_body<'a>(text: &'a str, name: &str) -> &'a str {
 fn check_register_budget(spec: &KernelSpec, body: &str, registers: u32, arch: &str) {
     let values = |op: &str| -> Vec<u32> {
         let form = format!("setmaxnreg.{op}.sync.aligned.u32 ");
-        body.match_indices(&form).map(|(i, _)| body[i + form.len()..].split(';').next().unwrap().trim().parse().unwrap()).collect()
+        body.match_indices(&form)
+            .map(|(i, _)| body[i + form.len()..].split(';').next().unwrap().trim().parse().unwrap())
+            .collect()
     };
     let (dec, inc) = (values("dec"), values("inc"));
     if dec.is_empty() && inc.is_empty() {
         return;
     }
-    assert!(dec.len() == 1 && inc.len() == 1, "{} on {arch}: expected one setmaxnreg.dec (producer) and one .inc (consumers): {dec:?} {inc:?}", spec.name);
+    assert!(
+        dec.len() == 1 && inc.len() == 1,
+        "{} on {arch}: expected one setmaxnreg.dec (producer) and one .inc (consumers): {dec:?} {inc:?}",
+        spec.name
+    );
     let needed = 128 * dec[0] + (spec.threads - 128) * inc[0];
     assert!(
         needed <= registers * spec.threads,
@@ -172,20 +182,47 @@ fn table() -> String {
             assert!(asm.warnings.is_empty(), "ptxas -arch {arch} warned:\n{}", asm.warnings.join("\n"));
             let specs: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == family).collect();
             for spec in specs {
-                let r = asm.resources.get(spec.name).unwrap_or_else(|| panic!("{} missing from the {arch} ptxas report", spec.name));
+                let r = asm
+                    .resources
+                    .get(spec.name)
+                    .unwrap_or_else(|| panic!("{} missing from the {arch} ptxas report", spec.name));
                 check_register_budget(spec, entry_body(text, spec.name), r.registers, arch);
-                assert_eq!((r.stack, r.spill_stores, r.spill_loads), (0, 0, 0), "{} on {arch}: stack or spills: {r:?}", spec.name);
+                assert_eq!(
+                    (r.stack, r.spill_stores, r.spill_loads),
+                    (0, 0, 0),
+                    "{} on {arch}: stack or spills: {r:?}",
+                    spec.name
+                );
                 let s = asm.sass.get(spec.name).cloned().unwrap_or_default();
                 assert!(s.mma > 0, "{} on {arch}: no tensor-core MMA in the SASS", spec.name);
                 assert!(s.tma_load > 0, "{} on {arch}: no TMA load in the SASS", spec.name);
-                assert_eq!(s.tma_store > 0, spec.c_box.is_some(), "{} on {arch}: TMA stores do not match its spec", spec.name);
+                assert_eq!(
+                    s.tma_store > 0,
+                    spec.c_box.is_some(),
+                    "{} on {arch}: TMA stores do not match its spec",
+                    spec.name
+                );
                 // v7 broadcasts its stage so that ptxas keeps the descriptors uniform (+0.5%).
                 if family == Family::Hopper && spec.version == 7 {
-                    assert_eq!(s.r2ur_between_mma, 0, "{} on {arch}: HGMMA descriptors moved from ordinary registers", spec.name);
+                    assert_eq!(
+                        s.r2ur_between_mma, 0,
+                        "{} on {arch}: HGMMA descriptors moved from ordinary registers",
+                        spec.name
+                    );
                 }
                 t.push_str(&format!(
                     "| {} | {arch} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    spec.name, r.registers, spec.smem_bytes, r.stack, r.spill_stores + r.spill_loads, s.mma, s.tma_load, s.tma_store, s.mbarrier, s.bar, s.r2ur_between_mma
+                    spec.name,
+                    r.registers,
+                    spec.smem_bytes,
+                    r.stack,
+                    r.spill_stores + r.spill_loads,
+                    s.mma,
+                    s.tma_load,
+                    s.tma_store,
+                    s.mbarrier,
+                    s.bar,
+                    s.r2ur_between_mma
                 ));
             }
         }
@@ -223,13 +260,24 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
             assert!(header.contains(&format!(".maxntid {}, 1, 1", spec.threads)), "{}: {header}", spec.name);
             // The host passes A, B and C, and A's and B's edge maps to kernels with edge maps.
             let maps = if spec.edge_maps { 5 } else { 3 };
-            assert_eq!(header.matches(".param .align 64 .b8").count(), maps, "{}: tensor maps not 64-byte aligned: {header}", spec.name);
+            assert_eq!(
+                header.matches(".param .align 64 .b8").count(),
+                maps,
+                "{}: tensor maps not 64-byte aligned: {header}",
+                spec.name
+            );
             // The host launches a kernel as a programmatic dependent only if it waits for its
             // predecessor itself; one that does not would read inputs the previous kernel is still
             // writing.
-            assert_eq!(body.contains("griddepcontrol.wait;"), spec.dependent_launch, "{}: griddepcontrol.wait against dependent_launch", spec.name);
+            assert_eq!(
+                body.contains("griddepcontrol.wait;"),
+                spec.dependent_launch,
+                "{}: griddepcontrol.wait against dependent_launch",
+                spec.name
+            );
         }
-        let hang_tests = ["hgemm_hang_test", "hgemm_hang_flag_test"].into_iter().filter(|_| cfg!(feature = "hang-guard"));
+        let hang_tests =
+            ["hgemm_hang_test", "hgemm_hang_flag_test"].into_iter().filter(|_| cfg!(feature = "hang-guard"));
         for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_tests) {
             assert!(text.contains(&format!(".entry {util}(")), "{util} missing from {}", family.ptx_target());
         }
@@ -279,7 +327,8 @@ fn blackwell_doc_table_matches_the_resource_table() {
         let mut out = String::new();
         for line in ladder.lines() {
             let c = cells(line);
-            let spec = hgemm_kernels::kernels().find(|s| s.family == Family::Blackwell && c.len() == 10 && c[0] == format!("v{}", s.version));
+            let spec = hgemm_kernels::kernels()
+                .find(|s| s.family == Family::Blackwell && c.len() == 10 && c[0] == format!("v{}", s.version));
             match spec {
                 Some(spec) => {
                     let (a, b) = (resource_row(spec.name, "sm_100a"), resource_row(spec.name, "sm_103a"));

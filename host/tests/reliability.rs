@@ -14,9 +14,17 @@ use hgemm::{Family, Gemm, GemmOp, KernelSpec, Layout};
 use std::sync::Arc;
 
 fn open() -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine")).expect("hgemm::Gemm::new");
+    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
+        .expect("hgemm::Gemm::new");
     let d = gemm.device();
-    assert_eq!(gemm.family(), Family::Hopper, "these tests need a Hopper GPU; this is {} ({}.{})", d.name, d.major, d.minor);
+    assert_eq!(
+        gemm.family(),
+        Family::Hopper,
+        "these tests need a Hopper GPU; this is {} ({}.{})",
+        d.name,
+        d.major,
+        d.minor
+    );
     gemm
 }
 
@@ -43,11 +51,26 @@ struct SweepBuffers {
 }
 
 /// Run `case` through `kernel` and through cuBLAS on fresh inputs; compare on the GPU.
-fn sweep_case(gemm: &Gemm, stream: &Arc<CudaStream>, blas: &Cublas, kernel: &KernelSpec, case: &testing::SweepCase, x: &mut SweepBuffers) -> hgemm::Result<BufferComparison> {
+fn sweep_case(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    blas: &Cublas,
+    kernel: &KernelSpec,
+    case: &testing::SweepCase,
+    x: &mut SweepBuffers,
+) -> hgemm::Result<BufferComparison> {
     let op = &case.op;
     let (la, lb, lc) = testing::lengths(op);
     let guarded = lc + testing::GUARD_LEN;
-    fill_inputs(gemm, stream, op, case.seed, &mut x.a.slice_mut(..la), &mut x.b.slice_mut(..lb), &mut x.c.slice_mut(..guarded))?;
+    fill_inputs(
+        gemm,
+        stream,
+        op,
+        case.seed,
+        &mut x.a.slice_mut(..la),
+        &mut x.b.slice_mut(..lb),
+        &mut x.c.slice_mut(..guarded),
+    )?;
     stream.memcpy_dtod(&x.c.slice(..guarded), &mut x.r.slice_mut(..guarded)).map_err(drv("cuMemcpyDtoD"))?;
     gemm.gemm_with(kernel, stream, op, &x.a.slice(..la), &x.b.slice(..lb), &mut x.c.slice_mut(..lc))?;
     blas.gemm(op, &x.a.slice(..la), &x.b.slice(..lb), &mut x.r.slice_mut(..lc))?;
@@ -58,19 +81,34 @@ fn sweep_case(gemm: &Gemm, stream: &Arc<CudaStream>, blas: &Cublas, kernel: &Ker
 
 /// Recompute a case whose output disagreed with cuBLAS on the host in f64: (ours, cuBLAS's,
 /// still in `r`) against that reference.
-fn arbitrate(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSpec, case: &testing::SweepCase, x: &mut SweepBuffers) -> hgemm::Result<(testing::Comparison, testing::Comparison)> {
+fn arbitrate(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    kernel: &KernelSpec,
+    case: &testing::SweepCase,
+    x: &mut SweepBuffers,
+) -> hgemm::Result<(testing::Comparison, testing::Comparison)> {
     let op = &case.op;
     let (la, lb, lc) = testing::lengths(op);
     let host = |v: &cudarc::driver::CudaView<bf16>| stream.clone_dtoh(v).map_err(drv("cuMemcpyDtoH"));
     let theirs = host(&x.r.slice(..lc))?;
-    fill_inputs(gemm, stream, op, case.seed, &mut x.a.slice_mut(..la), &mut x.b.slice_mut(..lb), &mut x.c.slice_mut(..lc))?;
+    fill_inputs(
+        gemm,
+        stream,
+        op,
+        case.seed,
+        &mut x.a.slice_mut(..la),
+        &mut x.b.slice_mut(..lb),
+        &mut x.c.slice_mut(..lc),
+    )?;
     let (ha, hb, hc) = (host(&x.a.slice(..la))?, host(&x.b.slice(..lb))?, host(&x.c.slice(..lc))?);
     gemm.gemm_with(kernel, stream, op, &x.a.slice(..la), &x.b.slice(..lb), &mut x.c.slice_mut(..lc))?;
     let ours = host(&x.c.slice(..lc))?;
     let exact = testing::cpu_reference_general(op, &ha, &hb, &hc);
     // Only where the reference is finite: padding and guard stay poisoned (NaN) in both.
     let finite = |out: &[bf16]| {
-        let (o, e): (Vec<bf16>, Vec<f64>) = out.iter().zip(&exact).filter(|(_, e)| e.is_finite()).map(|(o, e)| (*o, *e)).unzip();
+        let (o, e): (Vec<bf16>, Vec<f64>) =
+            out.iter().zip(&exact).filter(|(_, e)| e.is_finite()).map(|(o, e)| (*o, *e)).unzip();
         testing::compare(&o, e)
     };
     Ok((finite(&ours), finite(&theirs)))
@@ -144,7 +182,13 @@ fn hopper_random_shape_sweep_matches_cublas() {
         let mut failed = 0;
         for case in &cases {
             total += 1;
-            let what = format!("{} case {} ({}, input seed {})", kernel.name, case.index, testing::describe(&case.op), case.seed);
+            let what = format!(
+                "{} case {} ({}, input seed {})",
+                kernel.name,
+                case.index,
+                testing::describe(&case.op),
+                case.seed
+            );
             match sweep_case(&gemm, &stream, &blas, kernel, case, &mut bufs) {
                 Ok(cmp) if cmp.passed() => {
                     if cmp.rel_error() > kernel_worst.0 {
@@ -156,15 +200,29 @@ fn hopper_random_shape_sweep_matches_cublas() {
                     // of algorithm is sometimes the less accurate one. Let f64 decide.
                     let (ours, theirs) = arbitrate(&gemm, &stream, kernel, case, &mut bufs).unwrap();
                     if ours.passed() {
-                        arbitrated.push(format!("{what}: {:.2e} from cuBLAS, but {:.2e} from the f64 CPU reference (cuBLAS: {:.2e})", cmp.rel_error(), ours.rel_error, theirs.rel_error));
+                        arbitrated.push(format!(
+                            "{what}: {:.2e} from cuBLAS, but {:.2e} from the f64 CPU reference (cuBLAS: {:.2e})",
+                            cmp.rel_error(),
+                            ours.rel_error,
+                            theirs.rel_error
+                        ));
                     } else {
                         failed += 1;
-                        failures.push(format!("{what}: rel error {:.2e} vs cuBLAS, {:.2e} vs f64", cmp.rel_error(), ours.rel_error));
+                        failures.push(format!(
+                            "{what}: rel error {:.2e} vs cuBLAS, {:.2e} vs f64",
+                            cmp.rel_error(),
+                            ours.rel_error
+                        ));
                     }
                 }
                 Ok(cmp) => {
                     failed += 1;
-                    failures.push(format!("{what}: rel error {:.2e}, unwritten {}, stray {}", cmp.rel_error(), cmp.unwritten, cmp.stray));
+                    failures.push(format!(
+                        "{what}: rel error {:.2e}, unwritten {}, stray {}",
+                        cmp.rel_error(),
+                        cmp.unwritten,
+                        cmp.stray
+                    ));
                 }
                 Err(e) => {
                     failed += 1;
@@ -173,7 +231,13 @@ fn hopper_random_shape_sweep_matches_cublas() {
             }
         }
         worst = worst.max(kernel_worst.0);
-        println!("{:<22} {} cases, {failed} failed; worst rel error {:.2e} at {}", kernel.name, cases.len(), kernel_worst.0, kernel_worst.1);
+        println!(
+            "{:<22} {} cases, {failed} failed; worst rel error {:.2e} at {}",
+            kernel.name,
+            cases.len(),
+            kernel_worst.0,
+            kernel_worst.1
+        );
     }
     for a in &arbitrated {
         println!("cuBLAS off, ours exact: {a}");
@@ -216,8 +280,18 @@ fn hopper_outputs_are_bitwise_deterministic() {
             testing::op_for(kernel, 1999, 3000, k)
         };
         let (la, lb, lc) = testing::lengths(&op);
-        let (mut a, mut b, mut c0) = (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc));
-        fill_inputs(&gemm, &stream, &op, seed.wrapping_add(i as u64), &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c0.slice_mut(..)).unwrap();
+        let (mut a, mut b, mut c0) =
+            (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc));
+        fill_inputs(
+            &gemm,
+            &stream,
+            &op,
+            seed.wrapping_add(i as u64),
+            &mut a.slice_mut(..),
+            &mut b.slice_mut(..),
+            &mut c0.slice_mut(..),
+        )
+        .unwrap();
         let (mut out, mut first) = (alloc::<bf16>(&stream, lc), alloc::<bf16>(&stream, lc));
         let mut slots = testing::comparison_slots(&stream, RUNS).unwrap();
         for run in 0..RUNS {
@@ -244,11 +318,18 @@ fn hopper_outputs_are_bitwise_deterministic() {
             vs_cublas.rel_error()
         );
         if differing > 0 || !vs_cublas.passed() {
-            problems.push(format!("{}: {differing} of {} runs differ, first vs cuBLAS {vs_cublas:?}", kernel.name, RUNS - 1));
+            problems.push(format!(
+                "{}: {differing} of {} runs differ, first vs cuBLAS {vs_cublas:?}",
+                kernel.name,
+                RUNS - 1
+            ));
         }
     }
     let kernels = gemm.kernels().count();
-    println!("reliability: determinism: {kernels} kernels x {RUNS} runs, {} not bitwise identical or wrong", problems.len());
+    println!(
+        "reliability: determinism: {kernels} kernels x {RUNS} runs, {} not bitwise identical or wrong",
+        problems.len()
+    );
     assert!(problems.is_empty(), "seed {seed}:\n{}", problems.join("\n"));
 }
 
@@ -277,7 +358,8 @@ fn hopper_soak_keeps_device_memory_flat() {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
-    let shapes = [(128, 256, 64), (129, 264, 72), (300, 520, 136), (1000, 1000, 1000), (2048, 2048, 512), (96, 4096, 256)];
+    let shapes =
+        [(128, 256, 64), (129, 264, 72), (300, 520, 136), (1000, 1000, 1000), (2048, 2048, 512), (96, 4096, 256)];
     // One call per (shape, storage order of A and B): every kernel that reads those orders runs
     // on the same buffers and is checked against the same cuBLAS result.
     let mut buffers: Vec<SoakBuffers> = Vec::new();
@@ -292,7 +374,16 @@ fn hopper_soak_keeps_device_memory_flat() {
                     let (la, lb, lc) = testing::lengths(&op);
                     let (mut a, mut b, mut c) = (alloc(&stream, la), alloc(&stream, lb), alloc(&stream, lc));
                     let inputs_seed = seed.wrapping_add(buffers.len() as u64);
-                    fill_inputs(&gemm, &stream, &op, inputs_seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..)).unwrap();
+                    fill_inputs(
+                        &gemm,
+                        &stream,
+                        &op,
+                        inputs_seed,
+                        &mut a.slice_mut(..),
+                        &mut b.slice_mut(..),
+                        &mut c.slice_mut(..),
+                    )
+                    .unwrap();
                     let mut reference = stream.clone_dtod(&c).unwrap();
                     blas.gemm(&op, &a, &b, &mut reference).unwrap();
                     buffers.push(SoakBuffers { op, a, b, c, reference });
@@ -345,7 +436,12 @@ fn hopper_soak_keeps_device_memory_flat() {
     let mut bad = Vec::new();
     for (p, c) in testing::read_comparisons(&stream, &results).unwrap().iter().enumerate() {
         if !c.passed() {
-            bad.push(format!("{} {} ({} calls): {c:?}", pairs[p].kernel.name, testing::describe(&pairs[p].op), counts[p]));
+            bad.push(format!(
+                "{} {} ({} calls): {c:?}",
+                pairs[p].kernel.name,
+                testing::describe(&pairs[p].op),
+                counts[p]
+            ));
         }
     }
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
@@ -366,7 +462,11 @@ fn hopper_soak_keeps_device_memory_flat() {
 /// Resident set of this process, KiB (Linux), for the soak's report.
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -458,9 +558,21 @@ fn on_concurrent_streams<'k>(
                     let began = std::time::Instant::now();
                     for i in 0..calls {
                         let (kernel, op) = pick(t, i, &mut rng);
-                        let what = format!("thread {t} call {i}: {} {}", kernel.map_or("auto", |k| k.name), testing::describe(&op));
+                        let what = format!(
+                            "thread {t} call {i}: {} {}",
+                            kernel.map_or("auto", |k| k.name),
+                            testing::describe(&op)
+                        );
                         match concurrent_call(gemm, &stream, &blas, kernel, &op, rng.next_u64()) {
-                            Ok(c) => lines.push((c.passed(), format!("{what}: rel error {:.2e}, unwritten {}, stray {}", c.rel_error(), c.unwritten, c.stray))),
+                            Ok(c) => lines.push((
+                                c.passed(),
+                                format!(
+                                    "{what}: rel error {:.2e}, unwritten {}, stray {}",
+                                    c.rel_error(),
+                                    c.unwritten,
+                                    c.stray
+                                ),
+                            )),
                             Err(e) => lines.push((false, format!("{what}: {e}"))),
                         }
                     }
@@ -474,9 +586,17 @@ fn on_concurrent_streams<'k>(
 
 /// One checked call on `stream`: fresh buffers and inputs, the kernel (or the library's choice),
 /// cuBLAS on the same stream, and the comparison on the device.
-fn concurrent_call(gemm: &Gemm, stream: &Arc<CudaStream>, blas: &Cublas, kernel: Option<&KernelSpec>, op: &GemmOp, seed: u64) -> hgemm::Result<BufferComparison> {
+fn concurrent_call(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    blas: &Cublas,
+    kernel: Option<&KernelSpec>,
+    op: &GemmOp,
+    seed: u64,
+) -> hgemm::Result<BufferComparison> {
     let (la, lb, lc) = testing::lengths(op);
-    let (mut a, mut b, mut c) = (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
+    let (mut a, mut b, mut c) =
+        (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
     fill_inputs(gemm, stream, op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))?;
     let mut reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
     match kernel {

@@ -10,12 +10,21 @@ use std::collections::BTreeSet;
 #[test]
 fn the_reliability_scripts_variants_are_every_hopper_entry_off_the_ladder() {
     let script = include_str!("../../scripts/device-reliability.sh");
-    let line = script.lines().find_map(|l| l.strip_prefix("VARIANTS=")).expect("no VARIANTS= line in scripts/device-reliability.sh");
+    let line = script
+        .lines()
+        .find_map(|l| l.strip_prefix("VARIANTS="))
+        .expect("no VARIANTS= line in scripts/device-reliability.sh");
     let listed: BTreeSet<&str> = line.trim().split(',').collect();
     let ladder: BTreeSet<&str> = hgemm::ladder_of(Family::Hopper).iter().map(|k| k.name).collect();
-    let variants: BTreeSet<&str> = hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper && !ladder.contains(k.name)).map(|k| k.name).collect();
+    let variants: BTreeSet<&str> = hgemm_kernels::kernels()
+        .filter(|k| k.family == Family::Hopper && !ladder.contains(k.name))
+        .map(|k| k.name)
+        .collect();
     assert!(!variants.is_empty());
-    assert_eq!(listed, variants, "VARIANTS in scripts/device-reliability.sh against the crate's Hopper entries off the ladder");
+    assert_eq!(
+        listed, variants,
+        "VARIANTS in scripts/device-reliability.sh against the crate's Hopper entries off the ladder"
+    );
 }
 
 /// Every script parses (`bash -n`): the device scripts run on a machine where a typo costs a call.

@@ -38,6 +38,19 @@ pub struct GemmArgs {
 impl GemmArgs {
     /// A single GEMM, C = A·Bᵀ, C dense (`ldc == n`).
     pub const fn new(m: u32, n: u32, k: u32, c: u64) -> Self {
-        GemmArgs { m, n, k, batch: 1, c, ldc: n as u64, stride_c: m as u64 * n as u64, alpha: 1.0, beta: 0.0, workspace: 0, dp_units: 0, share: 0 }
+        GemmArgs {
+            m,
+            n,
+            k,
+            batch: 1,
+            c,
+            ldc: n as u64,
+            stride_c: m as u64 * n as u64,
+            alpha: 1.0,
+            beta: 0.0,
+            workspace: 0,
+            dp_units: 0,
+            share: 0,
+        }
     }
 }

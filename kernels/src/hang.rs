@@ -116,7 +116,11 @@ mod device {
                     // Field by field: a whole-struct volatile write would build the struct in
                     // local memory first.
                     (&raw mut (*at).barrier).write_volatile(bar.0);
-                    (&raw mut (*at).smem_offset).write_volatile(if flag == 0 { bar.0.wrapping_sub(smem::base()) } else { 0 });
+                    (&raw mut (*at).smem_offset).write_volatile(if flag == 0 {
+                        bar.0.wrapping_sub(smem::base())
+                    } else {
+                        0
+                    });
                     (&raw mut (*at).parity).write_volatile(parity);
                     (&raw mut (*at).flag).write_volatile(flag);
                     (&raw mut (*at).block[0]).write_volatile(sreg::ctaid_x());

@@ -21,9 +21,9 @@ pub mod spec;
 pub mod staging;
 
 #[cfg(target_arch = "nvptx64")]
-pub mod ptx;
-#[cfg(target_arch = "nvptx64")]
 mod epilogue;
+#[cfg(target_arch = "nvptx64")]
+pub mod ptx;
 #[cfg(all(target_arch = "nvptx64", hopper))]
 mod rendezvous;
 #[cfg(target_arch = "nvptx64")]

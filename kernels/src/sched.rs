@@ -284,7 +284,14 @@ impl Iterator for Walk {
             let (unit, k_descending) = (self.next_whole, self.odd_wave);
             self.next_whole += sk.workers;
             self.odd_wave = !self.odd_wave;
-            return Some(Work { unit, kb_begin: 0, kb_end: sk.num_kb, finishes: true, wait_from: self.worker, k_descending });
+            return Some(Work {
+                unit,
+                kb_begin: 0,
+                kb_end: sk.num_kb,
+                finishes: true,
+                wait_from: self.worker,
+                k_descending,
+            });
         }
         if self.begin >= self.end {
             return None;
@@ -407,7 +414,8 @@ mod tests {
             // The earlier workers' pieces of this unit tile 0..kb_begin in order.
             let mut kb = 0;
             for from in work.wait_from..w {
-                let (unit, b, e) = partial[from as usize].unwrap_or_else(|| panic!("{sk:?}: w{w} waits on w{from}, which left nothing"));
+                let (unit, b, e) = partial[from as usize]
+                    .unwrap_or_else(|| panic!("{sk:?}: w{w} waits on w{from}, which left nothing"));
                 assert_eq!((unit, b), (work.unit, kb), "{sk:?} w{w} {work:?} from w{from}");
                 assert!(!consumed[from as usize]);
                 consumed[from as usize] = true;
@@ -464,18 +472,28 @@ mod tests {
     fn every_rendezvous_is_met() {
         // A worker arrives after each of its first `waves` items and waits before items
         // 1..=waves for `workers * j` arrivals: every worker must have `waves` whole units first.
-        for &(units, kb, workers) in &[(1024, 128, 66), (4096, 256, 66), (144, 47, 66), (200, 64, 66), (6, 128, 66), (67, 4, 66), (5, 3, 1)] {
+        for &(units, kb, workers) in
+            &[(1024, 128, 66), (4096, 256, 66), (144, 47, 66), (200, 64, 66), (6, 128, 66), (67, 4, 66), (5, 3, 1)]
+        {
             let sk = check_stream_k(units, kb, workers);
             let waves = sk.waves_in_step();
             for w in 0..workers {
                 let walk: vec::Vec<Work> = sk.walk(w).collect();
                 assert!(walk.len() as u32 >= waves, "{sk:?} w{w}");
                 for (j, work) in walk.iter().take(waves as usize).enumerate() {
-                    assert_eq!((work.unit, work.kb_begin, work.kb_end), (w + j as u32 * workers, 0, kb), "{sk:?} w{w} item {j}");
+                    assert_eq!(
+                        (work.unit, work.kb_begin, work.kb_end),
+                        (w + j as u32 * workers, 0, kb),
+                        "{sk:?} w{w} item {j}"
+                    );
                 }
             }
         }
-        assert_eq!(check_stream_k(1024, 128, 66).waves_in_step(), 14, "8192³: the split 1.5 waves are not kept in step");
+        assert_eq!(
+            check_stream_k(1024, 128, 66).waves_in_step(),
+            14,
+            "8192³: the split 1.5 waves are not kept in step"
+        );
     }
 
     #[test]
@@ -549,7 +567,19 @@ mod tests {
 
     #[test]
     fn every_tile_exactly_once() {
-        for &(m, n) in &[(1, 1), (128, 256), (129, 257), (8192, 8192), (8000, 8000), (128, 8192), (8192, 1024), (1000, 3), (3, 1000), (4096, 14336), (777, 12345)] {
+        for &(m, n) in &[
+            (1, 1),
+            (128, 256),
+            (129, 257),
+            (8192, 8192),
+            (8000, 8000),
+            (128, 8192),
+            (8192, 1024),
+            (1000, 3),
+            (3, 1000),
+            (4096, 14336),
+            (777, 12345),
+        ] {
             for &(tm, tn) in &[(128, 256), (256, 128), (128, 128), (256, 256), (64, 256)] {
                 for &g in &[0, 1, 2, 7, 8, 16, 1000] {
                     assert_each_tile_once(m, n, tm, tn, g);

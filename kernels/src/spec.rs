@@ -298,7 +298,11 @@ impl KernelSpec {
             Some(s) => {
                 let units = self.scheduler(args.m, args.n).num_tiles() * args.batch;
                 let num_kb = args.k.div_ceil(s.block_k);
-                Some(if s.spread { crate::sched::StreamK::spread(units, num_kb, workers) } else { crate::sched::StreamK::new(units, num_kb, workers) })
+                Some(if s.spread {
+                    crate::sched::StreamK::spread(units, num_kb, workers)
+                } else {
+                    crate::sched::StreamK::new(units, num_kb, workers)
+                })
             }
             None => None,
         }
@@ -378,24 +382,42 @@ mod tests {
         let v7 = crate::hopper::v7::SPEC;
         let rows = |m| v7.a_edge_box(m).outer;
         // The last tile row's rows before M, rounded up to 8; whole where M fills its tiles.
-        assert_eq!((rows(1), rows(16), rows(100), rows(128), rows(160), rows(8000), rows(8192)), (8, 16, 104, 128, 32, 64, 128));
+        assert_eq!(
+            (rows(1), rows(16), rows(100), rows(128), rows(160), rows(8000), rows(8192)),
+            (8, 16, 104, 128, 32, 64, 128)
+        );
         assert_eq!((v7.a_edge_box(16).inner, v7.a_edge_box(16).swizzle), (v7.a_box.inner, v7.a_box.swizzle));
         // B's box is a CTA's share of the pair's 256 columns: 128.
         let cols = |n| v7.b_edge_box(n).outer;
         assert_eq!((cols(8), cols(60), cols(128), cols(200), cols(8000)), (8, 64, 128, 72, 64));
         // Bytes per K slice: the whole box inside M, the edge box across it, nothing past it.
         let slice = 64 * 2;
-        assert_eq!((v7.a_share_bytes(0, 8192), v7.a_share_bytes(7936, 8000), v7.a_share_bytes(8064, 8000)), (128 * slice, 64 * slice, 0));
+        assert_eq!(
+            (v7.a_share_bytes(0, 8192), v7.a_share_bytes(7936, 8000), v7.a_share_bytes(8064, 8000)),
+            (128 * slice, 64 * slice, 0)
+        );
         assert_eq!((v7.a_share_bytes(0, 1), v7.a_share_bytes(128, 160)), (8 * slice, 32 * slice));
-        assert_eq!((v7.b_share_bytes(0, 200), v7.b_share_bytes(128, 200), v7.b_share_bytes(256, 200)), (128 * slice, 72 * slice, 0));
+        assert_eq!(
+            (v7.b_share_bytes(0, 200), v7.b_share_bytes(128, 200), v7.b_share_bytes(256, 200)),
+            (128 * slice, 72 * slice, 0)
+        );
         // The kernel loads through the edge map exactly where the bytes count the edge box.
-        assert_eq!((v7.a_share_at_edge(0, 8192), v7.a_share_at_edge(7936, 8000), v7.a_share_at_edge(0, 100)), (false, true, true));
-        assert_eq!((v7.b_share_at_edge(0, 200), v7.b_share_at_edge(128, 200), v7.b_share_at_edge(128, 256)), (false, true, false));
+        assert_eq!(
+            (v7.a_share_at_edge(0, 8192), v7.a_share_at_edge(7936, 8000), v7.a_share_at_edge(0, 100)),
+            (false, true, true)
+        );
+        assert_eq!(
+            (v7.b_share_at_edge(0, 200), v7.b_share_at_edge(128, 200), v7.b_share_at_edge(128, 256)),
+            (false, true, false)
+        );
         // An M- or N-major operand keeps its 64-wide boxes and loads those that start before the end.
         let mn = crate::hopper::v7::VARIANTS.iter().find(|s| s.a_major == Major::MN && s.b_major == Major::MN).unwrap();
         assert_eq!((mn.a_edge_box(16), mn.b_edge_box(16)), (mn.a_box, mn.b_box));
         let boxed = 64 * slice;
-        assert_eq!((mn.a_share_bytes(0, 8192), mn.a_share_bytes(0, 16), mn.a_share_bytes(0, 65), mn.a_share_bytes(128, 100)), (2 * boxed, boxed, 2 * boxed, 0));
+        assert_eq!(
+            (mn.a_share_bytes(0, 8192), mn.a_share_bytes(0, 16), mn.a_share_bytes(0, 65), mn.a_share_bytes(128, 100)),
+            (2 * boxed, boxed, 2 * boxed, 0)
+        );
         assert_eq!((mn.b_share_bytes(128, 4096), mn.b_share_bytes(128, 200)), (2 * boxed, 2 * boxed));
         assert_eq!(mn.b_share_bytes(128, 150), boxed);
         // The ladder's kernels take three maps.

@@ -204,7 +204,11 @@ mod tests {
                 for lane in 0..32 {
                     for i in 0..16 {
                         let (row, col) = (16 * warp + lane / 4 + 8 * (i % 2), 8 * (i / 2) + 2 * (lane % 4));
-                        assert_eq!(fragment_pair_addr(buf, warp, lane, i), buf + offset(row, col), "{buf} {warp} {lane} {i}");
+                        assert_eq!(
+                            fragment_pair_addr(buf, warp, lane, i),
+                            buf + offset(row, col),
+                            "{buf} {warp} {lane} {i}"
+                        );
                     }
                 }
             }

@@ -72,9 +72,11 @@ pub struct Variant {
 
 impl Variant {
     /// Row-major C, no padding, alpha 1, beta 0, one GEMM.
-    pub const PLAIN: Variant = Variant { c_layout: Layout::RowMajor, pad: [0; 3], alpha: 1.0, beta: 0.0, batch: 1, gap: [0; 3] };
+    pub const PLAIN: Variant =
+        Variant { c_layout: Layout::RowMajor, pad: [0; 3], alpha: 1.0, beta: 0.0, batch: 1, gap: [0; 3] };
     /// Everything at once: column-major C, padded, alpha and beta, a batch of two with gaps.
-    pub const GENERAL: Variant = Variant { c_layout: Layout::ColMajor, pad: [8, 16, 8], alpha: -0.75, beta: 0.5, batch: 2, gap: [8, 16, 64] };
+    pub const GENERAL: Variant =
+        Variant { c_layout: Layout::ColMajor, pad: [8, 16, 8], alpha: -0.75, beta: 0.5, batch: 2, gap: [8, 16, 64] };
 }
 
 /// The call `kernel` (a general one) computes for an M×N output with the options of `v`: A and B
@@ -133,7 +135,13 @@ pub fn dims_for(kernel: &KernelSpec, c_layout: Layout, m: usize, n: usize) -> (u
 /// takes no more for a call stored by v6's epilogue (`plain_epilogue`: alpha = 1, beta = 0) or
 /// by the scaling one ([`KernelSpec::takes_one_column`]); for every other entry, unchanged.
 /// Folding keeps a multiple of 8 one.
-pub fn within_one_column(kernel: &KernelSpec, c_layout: Layout, plain_epilogue: bool, m: usize, n: usize) -> (usize, usize) {
+pub fn within_one_column(
+    kernel: &KernelSpec,
+    c_layout: Layout,
+    plain_epilogue: bool,
+    m: usize,
+    n: usize,
+) -> (usize, usize) {
     let fold = |x: usize| if x == 0 { 0 } else { 1 + (x - 1) % kernel.tile_n as usize };
     match (kernel.takes_one_column(plain_epilogue), swaps(kernel, c_layout)) {
         (false, _) => (m, n),
@@ -206,7 +214,8 @@ pub fn within_sweep_bounds(op: &GemmOp) -> bool {
 /// to that column: in the corners to `tile_n`, in the draws to 1..=`tile_n`, its edge a third of
 /// the time.
 pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCase> {
-    let name_hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let name_hash =
+        kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     let mut rng = Rng::new(seed ^ name_hash);
     let (unit_m, unit_n, column) = (kernel.unit_m() as usize, kernel.unit_n() as usize, kernel.tile_n as usize);
     let n_step = if kernel.c_box.is_some() && !kernel.general { 8 } else { 1 };
@@ -325,7 +334,10 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
     if kernel.general {
         // The same partial tiles in the kernel's coordinates, with C stored column-major.
         let (m, n) = call_dims(kernel, Layout::ColMajor, pm, pn_scaled);
-        cases.push((format!("{m}x{n}x520 C col-major, padded, alpha -.75, beta .5, batch 2"), op_with(kernel, m, n, 520, &Variant::GENERAL)));
+        cases.push((
+            format!("{m}x{n}x520 C col-major, padded, alpha -.75, beta .5, batch 2"),
+            op_with(kernel, m, n, 520, &Variant::GENERAL),
+        ));
         // K = 0 reaches a general kernel (C = beta·C): its tiles must leave the operand stages alone.
         let (shape, op) = plain(pm, pn_scaled, 0);
         cases.push((format!("{shape} K = 0, beta .5"), op.beta(0.5)));
@@ -347,7 +359,8 @@ mod tests {
     fn check_plannable(kernel: &KernelSpec, op: &GemmOp, what: &str) {
         let (la, lb, lc) = lengths(op);
         assert_eq!(op.validate(la, lb, lc), Ok(true), "{}: {what}: {op:?}", kernel.name);
-        op::plan(kernel, op, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
+        op::plan(kernel, op, 0x10000, 0x20000, 0x30000)
+            .unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
     }
 
     #[test]
@@ -381,7 +394,8 @@ mod tests {
                 big_m |= rop.m > 8192;
                 big_n |= rop.n > 8192;
                 k_max |= op.k == SWEEP_MAX_K;
-                let near = |x: usize, unit: usize| [x % unit, (x + 1) % unit, (x + unit - 1) % unit].contains(&0) && x > 1;
+                let near =
+                    |x: usize, unit: usize| [x % unit, (x + 1) % unit, (x + unit - 1) % unit].contains(&0) && x > 1;
                 boundary += (near(rop.m, unit_m) || near(rop.n, unit_n)) as usize;
                 col_c |= op.c_layout == Layout::ColMajor;
                 batched |= op.batch > 1;
@@ -394,9 +408,17 @@ mod tests {
             assert!(big_m && big_n && k_max, "{}: M, N beyond 8192 and K = 65536 must all occur", kernel.name);
             assert!(boundary >= 40, "{}: only {boundary} cases at a tile boundary", kernel.name);
             if kernel.general {
-                assert!(col_c && batched && scaled && padded, "{}: layouts, batches, alpha/beta, padding must all occur", kernel.name);
+                assert!(
+                    col_c && batched && scaled && padded,
+                    "{}: layouts, batches, alpha/beta, padding must all occur",
+                    kernel.name
+                );
             } else {
-                assert!(cases.iter().all(|c| c.op.is_native()), "{}: the ladder takes the dense native call only", kernel.name);
+                assert!(
+                    cases.iter().all(|c| c.op.is_native()),
+                    "{}: the ladder takes the dense native call only",
+                    kernel.name
+                );
             }
         }
     }
@@ -405,7 +427,12 @@ mod tests {
     fn small_cases_are_valid_and_include_partial_tiles() {
         for kernel in hgemm_kernels::kernels() {
             let cases = small_cases(kernel);
-            assert_eq!(cases.len(), 2 + 2 * kernel.general as usize + kernel.stream_k.is_some() as usize, "{}", kernel.name);
+            assert_eq!(
+                cases.len(),
+                2 + 2 * kernel.general as usize + kernel.stream_k.is_some() as usize,
+                "{}",
+                kernel.name
+            );
             for (what, op) in &cases {
                 check_plannable(kernel, op, what);
                 // Splitting needs depth: the stream-K case is one unit, but deep.
@@ -415,21 +442,51 @@ mod tests {
             if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
                 let workers = 132 / kernel.cluster;
                 let args = op::for_kernel(kernel, op).0.shape_args();
-                assert!(kernel.schedule(&args, workers).unwrap().splits(), "{}: {what} does not split on an H200", kernel.name);
+                assert!(
+                    kernel.schedule(&args, workers).unwrap().splits(),
+                    "{}: {what} does not split on an H200",
+                    kernel.name
+                );
             }
             let (partial, _) = op::for_kernel(kernel, &cases[1].1);
-            assert!(partial.m % kernel.tile_m as usize != 0 && partial.n % kernel.tile_n as usize != 0 && partial.k % 64 != 0);
+            assert!(
+                partial.m % kernel.tile_m as usize != 0
+                    && partial.n % kernel.tile_n as usize != 0
+                    && partial.k % 64 != 0
+            );
         }
     }
 
     #[test]
     fn one_column_entries_get_calls_within_their_column() {
-        let names = |plain| hgemm_kernels::kernels().filter(|k| k.takes_one_column(plain)).map(|k| k.name).collect::<Vec<_>>();
+        let names =
+            |plain| hgemm_kernels::kernels().filter(|k| k.takes_one_column(plain)).map(|k| k.name).collect::<Vec<_>>();
         assert_eq!(names(true), ["hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm"]);
-        assert_eq!(names(false), ["hopper_v7_trim_kk", "hopper_v7_trim_kk_cm", "hopper_v7_midtrim_kk", "hopper_v7_midtrim_kk_cm", "hopper_v7_widetrim_kk", "hopper_v7_widetrim_kk_cm", "hopper_v7_narrow32_kk_cm", "hopper_v7_narrow16_kk_cm", "hopper_v7_narrow96_kk", "hopper_v7_narrow96_kk_cm", "hopper_v7_twin80_kk", "hopper_v7_twin80_kk_cm", "hopper_v7_twin96_kk", "hopper_v7_twin96_kk_cm", "hopper_v7_twin112_kk", "hopper_v7_twin112_kk_cm"]);
+        assert_eq!(
+            names(false),
+            [
+                "hopper_v7_trim_kk",
+                "hopper_v7_trim_kk_cm",
+                "hopper_v7_midtrim_kk",
+                "hopper_v7_midtrim_kk_cm",
+                "hopper_v7_widetrim_kk",
+                "hopper_v7_widetrim_kk_cm",
+                "hopper_v7_narrow32_kk_cm",
+                "hopper_v7_narrow16_kk_cm",
+                "hopper_v7_narrow96_kk",
+                "hopper_v7_narrow96_kk_cm",
+                "hopper_v7_twin80_kk",
+                "hopper_v7_twin80_kk_cm",
+                "hopper_v7_twin96_kk",
+                "hopper_v7_twin96_kk_cm",
+                "hopper_v7_twin112_kk",
+                "hopper_v7_twin112_kk_cm"
+            ]
+        );
         for kernel in hgemm_kernels::kernels() {
             for plain in [true, false] {
-                let folded = [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, plain, 1999, 3000));
+                let folded =
+                    [Layout::RowMajor, Layout::ColMajor].map(|l| within_one_column(kernel, l, plain, 1999, 3000));
                 // Folded on the side the tiles' columns run along: 3000 = 18·160 + 120 for the
                 // trim tiles, 13·224 + 88 for the wide one.
                 let t = kernel.tile_n as usize;
@@ -456,10 +513,19 @@ mod tests {
             for c_layout in [Layout::RowMajor, Layout::ColMajor] {
                 let v = Variant { c_layout, ..Variant::GENERAL };
                 // Within one column of tiles for the entries that take no more.
-                let (m, n) = if kernel.takes_one_column(false) { within_one_column(kernel, c_layout, false, 152, 144) } else { (304, 200) };
+                let (m, n) = if kernel.takes_one_column(false) {
+                    within_one_column(kernel, c_layout, false, 152, 144)
+                } else {
+                    (304, 200)
+                };
                 let op = op_with(kernel, m, n, 72, &v);
                 let (kop, _) = op::for_kernel(kernel, &op);
-                assert_eq!((kop.a_major(), kop.b_major()), (kernel.a_major, kernel.b_major), "{} {c_layout:?}", kernel.name);
+                assert_eq!(
+                    (kop.a_major(), kop.b_major()),
+                    (kernel.a_major, kernel.b_major),
+                    "{} {c_layout:?}",
+                    kernel.name
+                );
                 check_plannable(kernel, &op, &format!("{m}x{n}x72"));
             }
         }

@@ -6,7 +6,7 @@
 //! (unwritten), and elements it wrote where the reference still holds poison (padding between
 //! rows or batch entries, or the guard band after C, poisoned in both buffers before the call).
 
-use super::{drv, TOLERANCE};
+use super::{TOLERANCE, drv};
 use crate::error::Result;
 use crate::gemm::Gemm;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -63,7 +63,13 @@ impl BufferComparison {
 /// Enqueue on `stream`: add the comparison of `out` with `reference` (the same length) to the
 /// [`BufferComparison::WORDS`] words at the start of `result`, which the caller zeroes before the
 /// first comparison it wants summed there. Nothing is copied to the host.
-pub fn compare_into<O, R, S>(gemm: &Gemm, stream: &Arc<CudaStream>, out: &O, reference: &R, result: &mut S) -> Result<()>
+pub fn compare_into<O, R, S>(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    out: &O,
+    reference: &R,
+    result: &mut S,
+) -> Result<()>
 where
     O: DevicePtr<bf16>,
     R: DevicePtr<bf16>,
@@ -90,7 +96,12 @@ pub fn read_comparisons(stream: &Arc<CudaStream>, slots: &CudaSlice<u64>) -> Res
 }
 
 /// Compare `out` with `reference` on the device and return the result (waits for the stream).
-pub fn compare_on_device<O, R>(gemm: &Gemm, stream: &Arc<CudaStream>, out: &O, reference: &R) -> Result<BufferComparison>
+pub fn compare_on_device<O, R>(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    out: &O,
+    reference: &R,
+) -> Result<BufferComparison>
 where
     O: DevicePtr<bf16>,
     R: DevicePtr<bf16>,

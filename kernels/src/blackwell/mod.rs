@@ -53,7 +53,10 @@ pub(crate) fn store_rows(acc: TmemAddr, cols: u32, args: &GemmArgs, row0: u32, c
 #[cfg(blackwell)]
 #[inline(always)]
 pub(crate) fn stage_cols(acc: TmemAddr, staging: crate::staging::Staging, warp: u32, lane: u32) {
-    use crate::ptx::{cvt, tcgen05::{self, TmemFragment}};
+    use crate::ptx::{
+        cvt,
+        tcgen05::{self, TmemFragment},
+    };
     let quarter = 32 * (warp % 4);
     let row = quarter + lane;
     for half in 0..2 {
@@ -98,7 +101,11 @@ mod tests {
                 assert_eq!(plan.b_stage(s) % 1024, 0, "{} B stage {s}", spec.name);
             }
             // Each stage holds exactly what the TMA boxes of one K slice bring.
-            assert!(plan.a_stage_bytes >= spec.a_box.bytes() && plan.b_stage_bytes >= spec.b_box.bytes(), "{}", spec.name);
+            assert!(
+                plan.a_stage_bytes >= spec.a_box.bytes() && plan.b_stage_bytes >= spec.b_box.bytes(),
+                "{}",
+                spec.name
+            );
             // Staging boxes start on the 1024-byte swizzle atom; barriers and the tensor-memory
             // slot lie past every TMA destination.
             assert_eq!(plan.c % 1024, 0, "{}", spec.name);
@@ -147,14 +154,19 @@ mod tests {
                 unit += grid_clusters;
             }
         }
-        assert!(seen.iter().all(|&v| v == 1), "{m}x{n} tile {tile_m}x{tile_n} cluster {cluster} group {group} grid {grid_clusters}");
+        assert!(
+            seen.iter().all(|&v| v == 1),
+            "{m}x{n} tile {tile_m}x{tile_n} cluster {cluster} group {group} grid {grid_clusters}"
+        );
         // Tiles that start inside the output are the ones that matter; the rest are clipped.
         assert!(rows * tile_m >= m && cols * tile_n >= n);
     }
 
     #[test]
     fn blackwell_schedules_visit_every_cta_tile_once() {
-        for &(m, n) in &[(1, 1), (256, 256), (257, 255), (8192, 8192), (8000, 8000), (4096, 14336), (777, 12345), (128, 8192)] {
+        for &(m, n) in
+            &[(1, 1), (256, 256), (257, 255), (8192, 8192), (8000, 8000), (4096, 14336), (777, 12345), (128, 8192)]
+        {
             // v4–v5 (128×256 per CTA, pairs, row-major units), v6 (group 16) and v7 (256×256 per CTA).
             for &(tile_m, group) in &[(128, 1), (128, 16), (256, 16)] {
                 for grid in [1, 7, 64, 74, 1000] {

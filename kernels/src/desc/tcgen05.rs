@@ -80,7 +80,11 @@ impl SmemDesc {
     /// K-chunk `c` sits at `c * chunk_bytes + 16 * r`, so core matrices are `chunk_bytes` apart
     /// along K and 128 bytes apart along M/N.
     pub const fn k_major_interleaved(addr: u32, chunk_bytes: u32) -> Self {
-        SmemDesc::new().start_address(addr).leading_byte_offset(chunk_bytes).stride_byte_offset(128).swizzle(Swizzle::None)
+        SmemDesc::new()
+            .start_address(addr)
+            .leading_byte_offset(chunk_bytes)
+            .stride_byte_offset(128)
+            .swizzle(Swizzle::None)
     }
 
     /// A K-major tile of 128-byte rows (64 bf16) with the 128-byte swizzle, 1024-byte aligned.

@@ -65,7 +65,11 @@ impl SmemDesc {
     /// A K-major tile written by non-swizzled TMA boxes 8 elements (16 bytes) wide: row `r` of
     /// K-chunk `c` sits at `c * chunk_bytes + 16 * r`.
     pub const fn k_major_interleaved(addr: u32, chunk_bytes: u32) -> Self {
-        SmemDesc::new().start_address(addr).leading_byte_offset(chunk_bytes).stride_byte_offset(128).swizzle(Swizzle::None)
+        SmemDesc::new()
+            .start_address(addr)
+            .leading_byte_offset(chunk_bytes)
+            .stride_byte_offset(128)
+            .swizzle(Swizzle::None)
     }
 
     /// A K-major tile of 128-byte rows (64 bf16) with the 128-byte swizzle, 1024-byte aligned.
@@ -77,7 +81,11 @@ impl SmemDesc {
     /// 128-byte swizzle, 1024-byte aligned, whose 64-element blocks along M or N are
     /// `block_bytes` apart. A k16 step is two 8-row atoms: +2048 bytes.
     pub const fn mn_major_128b(addr: u32, block_bytes: u32) -> Self {
-        SmemDesc::new().start_address(addr).leading_byte_offset(block_bytes).stride_byte_offset(1024).swizzle(Swizzle::B128)
+        SmemDesc::new()
+            .start_address(addr)
+            .leading_byte_offset(block_bytes)
+            .stride_byte_offset(1024)
+            .swizzle(Swizzle::B128)
     }
 
     /// The same descriptor `bytes` further on. Inside a 128-byte swizzle atom, a K step of 16
@@ -100,7 +108,12 @@ mod tests {
 
     #[test]
     fn fields_land_on_their_bits() {
-        let d = SmemDesc::new().start_address(0x1_2340).leading_byte_offset(2048).stride_byte_offset(128).base_offset(5).swizzle(Swizzle::B32);
+        let d = SmemDesc::new()
+            .start_address(0x1_2340)
+            .leading_byte_offset(2048)
+            .stride_byte_offset(128)
+            .base_offset(5)
+            .swizzle(Swizzle::B32);
         assert_eq!(d.0 & 0x3fff, 0x1234);
         assert_eq!((d.0 >> 16) & 0x3fff, 128);
         assert_eq!((d.0 >> 32) & 0x3fff, 8);

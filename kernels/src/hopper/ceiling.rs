@@ -23,7 +23,7 @@
 //! run at 1.16–1.19× cuBLAS (790–800 TFLOP/s), with one consumer or two, one chain or two, while
 //! the GEMM runs at 1.01–1.03×: the rest is what loading the operands and storing C cost.
 
-use super::v7::{Lean, Mid, Slim, Tile, Wide, BK};
+use super::v7::{BK, Lean, Mid, Slim, Tile, Wide};
 
 /// Operand slices cycled through, so that each slice's MMAs read other data than the last
 /// slice's, as in a GEMM.

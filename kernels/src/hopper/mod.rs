@@ -23,7 +23,13 @@ pub mod ceiling;
 /// `col0..col0 + N`, as bf16, clipped to the M×N output.
 #[cfg(hopper)]
 #[inline(always)]
-pub(crate) fn store_fragment<F: crate::ptx::wgmma::Fragment>(acc: &F, args: &GemmArgs, row0: u32, col0: u32, thread_in_wg: u32) {
+pub(crate) fn store_fragment<F: crate::ptx::wgmma::Fragment>(
+    acc: &F,
+    args: &GemmArgs,
+    row0: u32,
+    col0: u32,
+    thread_in_wg: u32,
+) {
     let warp = thread_in_wg / 32;
     let lane = thread_in_wg % 32;
     let row = row0 + 16 * warp + lane / 4;

@@ -7,7 +7,9 @@ use core::arch::asm;
 #[inline(always)]
 pub fn cas_b32(addr: u64, cmp: u32, new: u32) -> u32 {
     let old: u32;
-    unsafe { asm!("atom.cas.b32 {o}, [{a}], {c}, {n};", o = out(reg32) old, a = in(reg64) addr, c = in(reg32) cmp, n = in(reg32) new, options(nostack)) };
+    unsafe {
+        asm!("atom.cas.b32 {o}, [{a}], {c}, {n};", o = out(reg32) old, a = in(reg64) addr, c = in(reg32) cmp, n = in(reg32) new, options(nostack))
+    };
     old
 }
 
@@ -15,6 +17,8 @@ pub fn cas_b32(addr: u64, cmp: u32, new: u32) -> u32 {
 #[inline(always)]
 pub fn add_u32(addr: u64, v: u32) -> u32 {
     let old: u32;
-    unsafe { asm!("atom.add.u32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg64) addr, v = in(reg32) v, options(nostack)) };
+    unsafe {
+        asm!("atom.add.u32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg64) addr, v = in(reg32) v, options(nostack))
+    };
     old
 }

@@ -27,6 +27,8 @@ pub fn sync() {
 #[inline(always)]
 pub fn mapa(addr: u32, cta: u32) -> u32 {
     let r: u32;
-    unsafe { asm!("mapa.shared::cluster.u32 {r}, {a}, {c};", r = out(reg32) r, a = in(reg32) addr, c = in(reg32) cta, options(pure, nomem, nostack)) };
+    unsafe {
+        asm!("mapa.shared::cluster.u32 {r}, {a}, {c};", r = out(reg32) r, a = in(reg32) addr, c = in(reg32) cta, options(pure, nomem, nostack))
+    };
     r
 }

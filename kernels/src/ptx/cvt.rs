@@ -6,7 +6,8 @@ use core::arch::asm;
 #[inline(always)]
 pub fn rn_bf16x2_f32(lo: f32, hi: f32) -> u32 {
     let r: u32;
-    unsafe { asm!("cvt.rn.bf16x2.f32 {r}, {hi}, {lo};", r = out(reg32) r, hi = in(reg32) hi, lo = in(reg32) lo, options(pure, nomem, nostack)) };
+    unsafe {
+        asm!("cvt.rn.bf16x2.f32 {r}, {hi}, {lo};", r = out(reg32) r, hi = in(reg32) hi, lo = in(reg32) lo, options(pure, nomem, nostack))
+    };
     r
 }
-

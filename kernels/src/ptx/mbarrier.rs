@@ -19,7 +19,9 @@ impl Barrier {
 /// every expected transaction byte).
 #[inline(always)]
 pub fn init(bar: Barrier, count: u32) {
-    unsafe { asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar.0, c = in(reg32) count, options(nostack)) };
+    unsafe {
+        asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar.0, c = in(reg32) count, options(nostack))
+    };
 }
 
 /// `mbarrier.arrive.release.cta.shared::cta.b64 _, [bar];`
@@ -51,7 +53,9 @@ pub fn arrive_if(bar: Barrier, pred: bool) {
 /// the current phase also wait for `bytes` of asynchronous transactions (TMA `complete_tx`).
 #[inline(always)]
 pub fn arrive_expect_tx(bar: Barrier, bytes: u32) {
-    unsafe { asm!("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar.0, t = in(reg32) bytes, options(nostack)) };
+    unsafe {
+        asm!("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [{b}], {t};", b = in(reg32) bar.0, t = in(reg32) bytes, options(nostack))
+    };
 }
 
 /// `mbarrier.arrive.release.cta.shared::cluster.b64 _, [addr];` — arrive on the barrier at the
@@ -64,7 +68,9 @@ pub fn arrive_expect_tx(bar: Barrier, bytes: u32) {
 #[inline(always)]
 pub fn arrive_cluster(bar: Barrier, cta: u32) {
     let remote = super::cluster::mapa(bar.0, cta);
-    unsafe { asm!("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack)) };
+    unsafe {
+        asm!("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{b}];", b = in(reg32) remote, options(nostack))
+    };
 }
 
 /// `@p mbarrier.arrive.release.cta.shared::cluster.b64 _, [addr];` — [`arrive_cluster`] where

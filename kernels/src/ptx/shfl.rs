@@ -8,6 +8,8 @@ use core::arch::asm;
 #[inline(always)]
 pub fn sync_idx_b32(v: u32, lane: u32) -> u32 {
     let d: u32;
-    unsafe { asm!("shfl.sync.idx.b32 {d}, {v}, {l}, 0x1f, 0xffffffff;", d = out(reg32) d, v = in(reg32) v, l = in(reg32) lane, options(nomem, nostack)) };
+    unsafe {
+        asm!("shfl.sync.idx.b32 {d}, {v}, {l}, 0x1f, 0xffffffff;", d = out(reg32) d, v = in(reg32) v, l = in(reg32) lane, options(nomem, nostack))
+    };
     d
 }

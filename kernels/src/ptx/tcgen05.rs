@@ -51,7 +51,9 @@ pub fn dealloc<const CTA_GROUP: u32>(taddr: TmemAddr, cols: u32) {
 /// so a CTA waiting to run on the same SM may allocate once this one frees its columns.
 #[inline(always)]
 pub fn relinquish_alloc_permit<const CTA_GROUP: u32>() {
-    unsafe { asm!("tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned;", g = const CTA_GROUP, options(nostack)) };
+    unsafe {
+        asm!("tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned;", g = const CTA_GROUP, options(nostack))
+    };
 }
 
 /// `tcgen05.mma.cta_group::N.kind::f16 [d], a_desc, b_desc, idesc, p;` — D (in tensor memory at
@@ -180,6 +182,7 @@ macro_rules! ld_32x32b {
 
 ld_32x32b!(ld_32x32b_x16, 16, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 
+#[rustfmt::skip]
 ld_32x32b!(ld_32x32b_x32, 32, [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
     16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,

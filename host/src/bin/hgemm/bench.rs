@@ -1,9 +1,9 @@
 //! `hgemm bench`: TFLOP/s of cuBLAS and of each kernel, measured in one process, interleaved.
 
-use crate::{flag, open, selected, CliResult};
+use crate::{CliResult, flag, open, selected};
 use hgemm::testing::{self, Cublas};
 use hgemm::{Choice, Family, Gemm, GemmOp, KernelSpec, TuneTable};
-use hgemm_kernels::hopper::ceiling::{CeilingSpec, CEILINGS};
+use hgemm_kernels::hopper::ceiling::{CEILINGS, CeilingSpec};
 use std::fmt::Write as _;
 
 /// The shapes of the Hopper performance target (M×N×K).
@@ -44,7 +44,10 @@ const LLM_LAYERS: &[(usize, usize)] = &[
 const LLM_TOKENS: &[usize] = &[256, 512, 1024, 2048, 3072, 4096];
 
 /// The shapes `--sweep`, `--llm` or `--shapes` name, or `default`.
-pub(crate) fn shapes_from(args: &[String], default: &[(usize, usize, usize)]) -> Result<Vec<(usize, usize, usize)>, String> {
+pub(crate) fn shapes_from(
+    args: &[String],
+    default: &[(usize, usize, usize)],
+) -> Result<Vec<(usize, usize, usize)>, String> {
     Ok(if args.iter().any(|a| a == "--sweep") {
         SWEEP.to_vec()
     } else if args.iter().any(|a| a == "--llm") {
@@ -102,7 +105,8 @@ fn hgemm_kernels_is_ladder(k: &KernelSpec) -> bool {
 pub(crate) fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
     s.split(',')
         .map(|t| {
-            let v: Vec<usize> = t.split('x').map(|d| d.parse().map_err(|_| format!("bad shape {t}"))).collect::<Result<_, _>>()?;
+            let v: Vec<usize> =
+                t.split('x').map(|d| d.parse().map_err(|_| format!("bad shape {t}"))).collect::<Result<_, _>>()?;
             match v[..] {
                 [m, n, k] => Ok((m, n, k)),
                 _ => Err(format!("bad shape {t}: want MxNxK")),
@@ -123,7 +127,9 @@ pub fn run(args: &[String]) -> CliResult {
         Some(path) => {
             let d = gemm.device();
             let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
-            let (table, shapes) = forced_table(&std::fs::read_to_string(path)?, &kernels, gemm.family(), &d.name, d.sms).map_err(|e| format!("{path}: {e}"))?;
+            let (table, shapes) =
+                forced_table(&std::fs::read_to_string(path)?, &kernels, gemm.family(), &d.name, d.sms)
+                    .map_err(|e| format!("{path}: {e}"))?;
             let n = gemm.load_tuning(&table.to_text())?;
             println!("forced: {n} choices from {path} (`auto` runs them; `priced` what auto's price picks)");
             shapes
@@ -210,18 +216,23 @@ fn bench_shape(
     let (calls, warmup) = testing::sample_calls(m * n * k, set_bytes, 60.0);
     for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all.
-        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k)).map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
+        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k))
+            .map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
         if let (Contender::Ceiling(spec), Some(ceiling)) = (ct, ceiling.as_mut()) {
             // Every thread's accumulator is written, finite and not zero: the MMAs ran.
             let sink = ceiling.take_sink(stream)?;
             let threads = ceiling.ctas() as usize * spec.threads() as usize;
             if let Some(bad) = sink[..threads].iter().position(|x| !x.is_finite() || *x == 0.0) {
-                return Err(format!("{} on {m}x{n}x{k}: thread {bad} of {threads} wrote {}", spec.name, sink[bad]).into());
+                return Err(
+                    format!("{} on {m}x{n}x{k}: thread {bad} of {threads} wrote {}", spec.name, sink[bad]).into()
+                );
             }
         }
     }
     let mut sample = |ct: &Contender| -> Result<f64, Box<dyn std::error::Error>> {
-        let t = testing::time_median(stream, warmup, 1, calls, |j| run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, j, (m, n, k)))?;
+        let t = testing::time_median(stream, warmup, 1, calls, |j| {
+            run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, j, (m, n, k))
+        })?;
         Ok(t[0])
     };
     // Each contender alternates with cuBLAS alone and is compared with the cuBLAS samples of its
@@ -236,11 +247,26 @@ fn bench_shape(
             ours.push(sample(ct)?);
         }
         let ms = testing::median(&ours);
-        rows.push(Row { shape: (m, n, k), name: ct.name(), ms, tflops: testing::tflops(m, n, k, ms), vs_cublas: testing::median(&theirs) / ms });
+        rows.push(Row {
+            shape: (m, n, k),
+            name: ct.name(),
+            ms,
+            tflops: testing::tflops(m, n, k, ms),
+            vs_cublas: testing::median(&theirs) / ms,
+        });
         all_cublas.extend(theirs);
     }
     let base = testing::median(&all_cublas);
-    rows.insert(0, Row { shape: (m, n, k), name: contenders[0].name(), ms: base, tflops: testing::tflops(m, n, k, base), vs_cublas: 1.0 });
+    rows.insert(
+        0,
+        Row {
+            shape: (m, n, k),
+            name: contenders[0].name(),
+            ms: base,
+            tflops: testing::tflops(m, n, k, base),
+            vs_cublas: 1.0,
+        },
+    );
     Ok(rows)
 }
 
@@ -271,7 +297,9 @@ fn run_one(
         Contender::Whole => gemm.gemm(stream, &hgemm::GemmOp::new(m, n, k).stream_k(false), &a[s], &b[s], &mut c[s]),
         // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
         Contender::Direct => unsafe { gemm.launch_prepared(&prepared[s], stream) },
-        Contender::Ceiling(spec) => ceiling.as_mut().expect("made with the contender").run(gemm, stream, spec.name, (m, n, k)),
+        Contender::Ceiling(spec) => {
+            ceiling.as_mut().expect("made with the contender").run(gemm, stream, spec.name, (m, n, k))
+        }
     }
 }
 
@@ -353,7 +381,10 @@ fn forced_table(
             [one] => one,
             _ => return Err(bad(format!("\"{shape}\": one shape a line"))),
         };
-        let kernel = *kernels.iter().find(|s| s.name == name).ok_or_else(|| bad(format!("no {} kernel {name} in this build", family.name())))?;
+        let kernel = *kernels
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| bad(format!("no {} kernel {name} in this build", family.name())))?;
         table.insert(&GemmOp::new(m, n, k), Choice { kernel, split }).map_err(|e| bad(e.to_string()))?;
         shapes.push((m, n, k));
     }
@@ -369,7 +400,11 @@ fn to_csv(rows: &[Row]) -> String {
     let mut s = String::from("m,n,k,implementation,ms,tflops,vs_cublas\n");
     for r in rows {
         let name = r.name.replace('"', "\"\"");
-        let _ = writeln!(s, "{},{},{},\"{name}\",{:.6},{:.2},{:.4}", r.shape.0, r.shape.1, r.shape.2, r.ms, r.tflops, r.vs_cublas);
+        let _ = writeln!(
+            s,
+            "{},{},{},\"{name}\",{:.6},{:.2},{:.4}",
+            r.shape.0, r.shape.1, r.shape.2, r.ms, r.tflops, r.vs_cublas
+        );
     }
     s
 }
@@ -413,7 +448,8 @@ mod tests {
 
     #[test]
     fn csv_quotes_names_that_hold_commas() {
-        let row = |name: &str| Row { shape: (8192, 1024, 4096), name: name.into(), ms: 0.5, tflops: 600.0, vs_cublas: 1.0 };
+        let row =
+            |name: &str| Row { shape: (8192, 1024, 4096), name: name.into(), ms: 0.5, tflops: 600.0, vs_cublas: 1.0 };
         let csv = to_csv(&[row("cuBLAS"), row("auto, as priced")]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], "m,n,k,implementation,ms,tflops,vs_cublas");

@@ -8,7 +8,10 @@ pub fn bars(rows: &[&Row], device: &str) -> String {
     let max = rows.iter().map(|r| r.tflops).fold(1.0, f64::max) * 1.1;
     let scale = (w - left - 90.0) / max;
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="13">"#);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="13">"#
+    );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     if let Some(r) = rows.first() {
         let _ = writeln!(

@@ -112,7 +112,11 @@ impl Tally {
 
     /// Print the closing line; success if nothing failed and something was checked.
     pub(crate) fn finish(self) -> CliResult {
-        let not_taken = if self.not_taken > 0 { format!(", {} not taken (the kernel cannot compute the call)", self.not_taken) } else { String::new() };
+        let not_taken = if self.not_taken > 0 {
+            format!(", {} not taken (the kernel cannot compute the call)", self.not_taken)
+        } else {
+            String::new()
+        };
         println!("{} passed, {} failed{not_taken}", self.passed, self.failed);
         Ok(self.failed == 0 && self.passed > 0)
     }
@@ -149,7 +153,11 @@ pub(crate) fn open() -> Result<Gemm, Error> {
 
 /// The kernels named by `--kernels v0,v3,hopper_v7_slim_kk` (`all`: every entry of the family;
 /// absent: `default`).
-pub(crate) fn selected(gemm: &Gemm, args: &[String], default: impl Iterator<Item = &'static KernelSpec>) -> Result<Vec<&'static KernelSpec>, Error> {
+pub(crate) fn selected(
+    gemm: &Gemm,
+    args: &[String],
+    default: impl Iterator<Item = &'static KernelSpec>,
+) -> Result<Vec<&'static KernelSpec>, Error> {
     match flag(args, "--kernels") {
         None => Ok(default.collect()),
         Some("all") => Ok(gemm.kernels().collect()),
@@ -168,7 +176,13 @@ fn info() -> CliResult {
     let gemm = open()?;
     let d = gemm.device();
     println!("device   : {}", d.name);
-    println!("compute  : {}.{} ({} family, PTX target {})", d.major, d.minor, gemm.family().name(), gemm.family().ptx_target());
+    println!(
+        "compute  : {}.{} ({} family, PTX target {})",
+        d.major,
+        d.minor,
+        gemm.family().name(),
+        gemm.family().ptx_target()
+    );
     println!("SMs      : {}", d.sms);
     println!("L2       : {} MiB", d.l2_bytes >> 20);
     println!("smem/CTA : {} KiB opt-in", d.smem_optin >> 10);
@@ -206,7 +220,11 @@ fn verify(args: &[String]) -> CliResult {
             let kernel = gemm.choose(op).map(|k| k.name).unwrap_or("-");
             let ok = r.passed() && cpu.is_none_or(|c| c.passed());
             let cpu = cpu.map(|c| format!("{:.2e}", c.rel_error)).unwrap_or_else(|| "-".into());
-            println!("auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} vs CPU {cpu:>8} {}", r.rel_error, if ok { "ok" } else { "FAIL" });
+            println!(
+                "auto ({kernel:<20}) {what:<62} vs cuBLAS {:.2e} vs CPU {cpu:>8} {}",
+                r.rel_error,
+                if ok { "ok" } else { "FAIL" }
+            );
             tally.record(ok);
         }
     }
@@ -235,12 +253,20 @@ fn plan(args: &[String]) -> CliResult {
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
-        let (spec, rule) = hgemm::op::choose_why(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
+        let (spec, rule) =
+            hgemm::op::choose_why(hopper.iter().copied(), &op, sms).ok_or("no Hopper kernel computes C = A·Bᵀ")?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
         let shape = hgemm::op::launch_offline(spec, &op, sms);
-        println!("{:<20} {:<w$} {:>6} {:>8}  {}", format!("{m}x{n}x{k}"), spec.name, shape.grid * shape.grid_y, shape.cluster, schedule(shape.split));
+        println!(
+            "{:<20} {:<w$} {:>6} {:>8}  {}",
+            format!("{m}x{n}x{k}"),
+            spec.name,
+            shape.grid * shape.grid_y,
+            shape.cluster,
+            schedule(shape.split)
+        );
         if why {
             // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
             // `choose` takes one with cheaper eligible entries above it, the rule that did.
@@ -249,7 +275,10 @@ fn plan(args: &[String]) -> CliResult {
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());
                 let note = match (p.spec.name == spec.name, p.eligible, rule) {
-                    (true, _, Some(r)) => format!("  (auto's pick: `op::choose`'s rule {} prefers it to the cheaper entries above)", r.name()),
+                    (true, _, Some(r)) => format!(
+                        "  (auto's pick: `op::choose`'s rule {} prefers it to the cheaper entries above)",
+                        r.name()
+                    ),
                     (true, _, None) => "  (auto's pick)".into(),
                     (false, true, _) => String::new(),
                     (false, false, _) => "  (kept out by auto's rules at this shape)".into(),
@@ -285,12 +314,20 @@ fn tune(args: &[String]) -> CliResult {
         (opts.min_gain - 1.0) * 100.0
     );
     let w = gemm.kernels().map(|k| k.name.len()).max().unwrap_or(0) + 6;
-    println!("{:<20} {:<w$} {:>9} {:<w$} {:>9} {:>6} {:<5}  first round: ms of the others", "MxNxK", "auto's price picks", "ms", "head to head", "ms", "gain", "");
+    println!(
+        "{:<20} {:<w$} {:>9} {:<w$} {:>9} {:>6} {:<5}  first round: ms of the others",
+        "MxNxK", "auto's price picks", "ms", "head to head", "ms", "gain", ""
+    );
     let mut gains = Vec::new();
     let verbose = args.iter().any(|a| a == "--samples-each");
     for (m, n, k) in shapes {
         let t = gemm.tune_with(&stream, &hgemm::GemmOp::new(m, n, k), &opts)?;
-        let others: Vec<String> = t.timed.iter().filter(|x| x.choice != t.priced).map(|x| format!("{} {:.4}", x.choice.describe(&t.key), x.ms)).collect();
+        let others: Vec<String> = t
+            .timed
+            .iter()
+            .filter(|x| x.choice != t.priced)
+            .map(|x| format!("{} {:.4}", x.choice.describe(&t.key), x.ms))
+            .collect();
         if verbose {
             for x in &t.timed {
                 let s: Vec<String> = x.samples.iter().map(|v| format!("{v:.4}")).collect();
@@ -299,7 +336,12 @@ fn tune(args: &[String]) -> CliResult {
         }
         // Head to head where the first round's fastest was not auto's pick.
         let (priced_ms, tuned, tuned_ms, ratio) = match t.head_to_head {
-            Some(h) => (h.priced_ms, h.challenger.describe(&t.key), format!("{:.4}", h.challenger_ms), h.priced_ms / h.challenger_ms),
+            Some(h) => (
+                h.priced_ms,
+                h.challenger.describe(&t.key),
+                format!("{:.4}", h.challenger_ms),
+                h.priced_ms / h.challenger_ms,
+            ),
             None => (t.ms(&t.priced).unwrap_or(f64::NAN), "=".to_string(), "-".to_string(), 1.0),
         };
         println!(
@@ -317,7 +359,10 @@ fn tune(args: &[String]) -> CliResult {
     }
     let moved = gains.iter().filter(|g| **g != 1.0).count();
     let geo = (gains.iter().map(|g| g.ln()).sum::<f64>() / gains.len().max(1) as f64).exp();
-    println!("{} shapes: {moved} run another kernel than auto's price picks; geometric mean gain {geo:.4}", gains.len());
+    println!(
+        "{} shapes: {moved} run another kernel than auto's price picks; geometric mean gain {geo:.4}",
+        gains.len()
+    );
     if let Some(path) = flag(args, "--out") {
         std::fs::write(path, gemm.tuning().to_text())?;
     }
@@ -326,7 +371,10 @@ fn tune(args: &[String]) -> CliResult {
 
 fn schedule(split: Option<hgemm_kernels::sched::StreamK>) -> String {
     match split {
-        Some(sk) => format!("stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)", sk.dp_units, sk.units, sk.share),
+        Some(sk) => format!(
+            "stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)",
+            sk.dp_units, sk.units, sk.share
+        ),
         None => "whole tiles".into(),
     }
 }

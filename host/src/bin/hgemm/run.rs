@@ -6,7 +6,7 @@
 //! guard band of poison follows it; the whole buffer, padding and guard included, is compared
 //! with the reference, so unwritten elements and stray writes both fail.
 
-use crate::{flag, open, selected, CliResult};
+use crate::{CliResult, flag, open, selected};
 use cudarc::driver::CudaStream;
 use half::bf16;
 use hgemm::testing::{self, BufferComparison, Cublas, Variant};
