@@ -24,7 +24,7 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let hang_guard = env::var_os("CARGO_FEATURE_HANG_GUARD").is_some();
 
-    for family in [Family::Hopper, Family::Blackwell] {
+    for family in Family::ALL {
         let raw = compile(&kernels, &out, family, hang_guard);
         let ptx = fix_up(&raw, family);
         fs::write(out.join(format!("{}.ptx", family.ptx_target())), ptx).unwrap();
@@ -33,11 +33,7 @@ fn main() {
 
 fn compile(kernels: &Path, out: &Path, family: Family, hang_guard: bool) -> String {
     let target = family.ptx_target();
-    // tcgen05 needs PTX ISA 8.6+ and the family target sm_100f needs 8.8.
-    let isa = match family {
-        Family::Hopper => "+ptx80",
-        Family::Blackwell => "+ptx88",
-    };
+    let isa = family.ptx_isa();
     let emitted = out.join(format!("{target}.raw.ptx"));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);

@@ -243,7 +243,7 @@ impl TuneTable {
             Some((n, l)) => {
                 let mut f = l.splitn(4, ' ');
                 let (word, fam, count, name) = (f.next(), f.next(), f.next(), f.next());
-                let fam = [Family::Hopper, Family::Blackwell].into_iter().find(|x| Some(x.name()) == fam);
+                let fam = Family::ALL.into_iter().find(|x| Some(x.name()) == fam);
                 match (word, fam, count.and_then(|c| c.parse::<u32>().ok()), name) {
                     (Some("device"), Some(fam), Some(count), Some(name)) => table.same_device(name, count, fam)?,
                     _ => return Err(bad(n, format!("expected \"device FAMILY SMS NAME\", found \"{l}\""))),

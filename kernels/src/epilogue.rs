@@ -1,6 +1,9 @@
-//! Epilogue pieces both families share.
+//! Epilogue pieces: C in global memory for the stores from registers both families make, and
+//! the partial sums Hopper v7's stream-K hands from one worker to the next.
 use crate::args::GemmArgs;
-use crate::ptx::{cvt, global};
+use crate::ptx::cvt;
+#[cfg(any(hopper, hang_guard))]
+use crate::ptx::global;
 
 /// C (or one batch entry of it) in global memory, for epilogues that store from registers.
 #[derive(Clone, Copy)]
@@ -28,7 +31,7 @@ impl Output {
     /// even (rows then start at even elements). Otherwise element by element.
     #[inline(always)]
     fn paired(&self) -> bool {
-        self.n % 2 == 0 && self.ldc % 2 == 0
+        self.n.is_multiple_of(2) && self.ldc.is_multiple_of(2)
     }
 
     /// Store C[row][col] and C[row][col + 1] as bf16 (`col` even), skipping what lies outside
@@ -52,7 +55,8 @@ impl Output {
         }
     }
 
-    /// C[row][col] and C[row][col + 1] as f32 (zero outside the output).
+    /// C[row][col] and C[row][col + 1] as f32 (zero outside the output), for Hopper v7's beta.
+    #[cfg(hopper)]
     #[inline(always)]
     pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
         if row >= self.m || col >= self.n {
@@ -72,6 +76,7 @@ impl Output {
 }
 
 /// The two f32 of a packed bf16 pair (`lo` from the low half): a bf16 is the top half of an f32.
+#[cfg(hopper)]
 #[inline(always)]
 pub fn bf16x2_to_f32(packed: u32) -> (f32, f32) {
     (f32::from_bits(packed << 16), f32::from_bits(packed & 0xffff_0000))
@@ -84,12 +89,19 @@ pub fn bf16x2_to_f32(packed: u32) -> (f32, f32) {
 /// The hand-over is CUTLASS's `GenericBarrier` pattern (cutlass/barrier.h): the writers store,
 /// meet at their warpgroup barrier, and one thread releases the flag; on the other side one
 /// thread acquires it, and the warpgroup barrier after that lets every thread read.
+///
+/// Hopper v7's stream-K, and the hang guard's test of a flag nobody publishes (which, in a
+/// Blackwell build, uses only [`Partial::wait`]).
+#[cfg(any(hopper, hang_guard))]
+#[cfg_attr(not(hopper), allow(dead_code))]
 #[derive(Clone, Copy)]
 pub struct Partial {
     pub sums: u64,
     pub flag: u64,
 }
 
+#[cfg(any(hopper, hang_guard))]
+#[cfg_attr(not(hopper), allow(dead_code))]
 impl Partial {
     /// After every thread's stores and a warpgroup barrier: one thread marks the sums ready.
     #[inline(always)]

@@ -9,8 +9,19 @@
 //! (done by the host crate's build script) it is the device code of that family. For the host it
 //! is plain Rust: the kernels' [`spec::KernelSpec`]s, descriptors and tile scheduler, which the
 //! launch code reads and the unit tests check.
+//!
+//! # Safety
+//!
+//! Every kernel entry point (`extern "ptx-kernel"`) is unsafe for one reason, stated here once
+//! instead of on each: it must be launched as its spec says ([`spec::KernelSpec`], or
+//! [`hopper::ceiling::CeilingSpec`] for the tensor-core ceilings: grid, cluster, block, dynamic
+//! shared memory), with tensor maps and [`args::GemmArgs`] made for the same call, and with
+//! device pointers to buffers that hold what the arguments say. The host crate's launch path is
+//! what does that.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+// The entry points' shared contract is the crate's `# Safety` section above.
+#![allow(clippy::missing_safety_doc)]
 
 pub mod args;
 pub mod desc;

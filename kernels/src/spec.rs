@@ -15,11 +15,23 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family, each compiled to its own PTX module.
+    pub const ALL: [Family; 2] = [Family::Hopper, Family::Blackwell];
+
     /// The `-C target-cpu` the PTX is compiled for, and the PTX file's name.
     pub const fn ptx_target(self) -> &'static str {
         match self {
             Family::Hopper => "sm_90a",
             Family::Blackwell => "sm_100f",
+        }
+    }
+
+    /// The `-C target-feature` that sets the PTX ISA version: tcgen05 needs PTX ISA 8.6 or later
+    /// and the family target sm_100f 8.8.
+    pub const fn ptx_isa(self) -> &'static str {
+        match self {
+            Family::Hopper => "+ptx80",
+            Family::Blackwell => "+ptx88",
         }
     }
 

@@ -22,6 +22,7 @@ fn bf16_bits(x: f32) -> u16 {
 /// of `index` (Chris Wellons' "lowbias32"; 16 bits of it per value are more than a bf16's 8-bit
 /// mantissa needs): shared-memory operands for the tensor-core ceilings (`hopper::ceiling`),
 /// cheap enough that filling 192 KB takes a few microseconds.
+#[cfg(hopper)]
 #[inline(always)]
 pub(crate) fn random_bf16x2(index: u32, scale: f32) -> u32 {
     let mut x = index;

@@ -120,7 +120,7 @@ pub unsafe extern "ptx-kernel" fn hopper_v5(
         }
     } else {
         let c = wg - 1;
-        let leader = tid % 128 == 0;
+        let leader = tid.is_multiple_of(128);
         let mut acc: [f32; 128] = Fragment::zeroed();
         let mut read = PipelineState::<STAGES>::new();
         let mut idx = first;

@@ -128,7 +128,7 @@ pub unsafe extern "ptx-kernel" fn hopper_v6(
     } else {
         setmaxnreg::inc::<232>();
         let c = wg - 1;
-        let leader = tid % 128 == 0;
+        let leader = tid.is_multiple_of(128);
         let (warp, lane) = ((tid % 128) / 32, tid % 32);
         let staging = |buf: u32| Staging(base + SMEM.c + (2 * c + buf) * C_BOX.bytes());
         let mut acc: [f32; 128] = Fragment::zeroed();

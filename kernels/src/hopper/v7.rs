@@ -860,7 +860,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
         // the MMAs read directly: 31 vector instructions per K slice and warp instead of 79 (and
         // 29 uniform ones), +0.5% on the sweep (docs/performance.md).
         let c = shfl::sync_idx_b32(wg - 1, 0);
-        let leader = tid % 128 == 0;
+        let leader = tid.is_multiple_of(128);
         let (warp, lane) = ((tid % 128) / 32, tid % 32);
         let staging = |buf: u32| Staging(base + smem_plan.c + (2 * c + buf) * C_BOX.bytes());
         let mut acc = T::Acc::zeroed();
