@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command. Needs no GPU: it installs NVIDIA's ptxas, cuobjdump and nvdisasm from PyPI
-# into .tools/ (once), checks formatting (rustfmt.toml) and lints (clippy, warnings are errors),
-# then runs every test of the workspace; GPU tests are #[ignore]d and run
+# into .tools/ (once), checks formatting (rustfmt.toml), lints and doc links (clippy, rustdoc;
+# warnings are errors), then runs every test of the workspace; GPU tests are #[ignore]d and run
 # on a GPU machine (scripts/device-final.sh runs them from binaries built here).
 # The pinned nightly and rust-src come from rust-toolchain.toml; rustup 1.28 and later no longer
 # install a missing pinned toolchain on the first cargo call, so it is installed here (a no-op
@@ -18,4 +18,5 @@ fi
 export HGEMM_CUDA_BIN="$PWD/$CUDA_TOOLS/nvidia/cu13/bin"
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps --document-private-items --quiet
 cargo test --release --workspace "$@"

@@ -21,7 +21,7 @@ impl Output {
         Output { base: args.c + 2 * z as u64 * args.stride_c, ldc: args.ldc, m: args.m, n: args.n }
     }
 
-    /// Address of C[row][col].
+    /// Address of `C[row][col]`.
     #[inline(always)]
     fn at(&self, row: u32, col: u32) -> u64 {
         self.base + 2 * (row as u64 * self.ldc + col as u64)
@@ -34,7 +34,7 @@ impl Output {
         self.n.is_multiple_of(2) && self.ldc.is_multiple_of(2)
     }
 
-    /// Store C[row][col] and C[row][col + 1] as bf16 (`col` even), skipping what lies outside
+    /// Store `C[row][col]` and `C[row][col + 1]` as bf16 (`col` even), skipping what lies outside
     /// the M×N output.
     #[inline(always)]
     pub fn store_pair(&self, row: u32, col: u32, lo: f32, hi: f32) {
@@ -55,7 +55,7 @@ impl Output {
         }
     }
 
-    /// C[row][col] and C[row][col + 1] as f32 (zero outside the output), for Hopper v7's beta.
+    /// `C[row][col]` and `C[row][col + 1]` as f32 (zero outside the output), for Hopper v7's beta.
     #[cfg(hopper)]
     #[inline(always)]
     pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {

@@ -1,6 +1,6 @@
 //! Ordered accesses to global memory (§9.7.9.8 `ld`, §9.7.9.9 `st`; memory consistency model
 //! §8): the flags that hand data from one CTA to another outside TMA (the stream-K partial sums,
-//! [`crate::epilogue::Partial`]) and the counter the waves meet on (`crate::rendezvous`).
+//! `epilogue::Partial`) and the counter the waves meet on (`crate::rendezvous`).
 use core::arch::asm;
 
 /// `ld.acquire.gpu.global.u32 v, [addr];` — later accesses of this thread (and, through a CTA

@@ -119,7 +119,7 @@ pub fn fence_after_thread_sync() {
 
 /// Registers loaded by a `tcgen05.ld`, as raw 32-bit words (f32 bits for an f32 accumulator).
 ///
-/// Like [`crate::ptx::wgmma::Fragment`], the methods are generated straight-line so the
+/// Like Hopper's `wgmma::Fragment`, the methods are generated straight-line so the
 /// registers are only ever indexed by constants and never go to local memory.
 pub trait TmemFragment: Sized {
     /// `tcgen05.wait::ld.sync.aligned;` — wait until this warp's earlier `tcgen05.ld`s have
