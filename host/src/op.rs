@@ -103,26 +103,43 @@ impl GemmOp {
             alpha: 1.0,
             beta: 0.0,
             batch: 1,
-            stride_a: m * k,
-            stride_b: n * k,
-            stride_c: m * n,
+            // Unread for one GEMM (as in the setters below); saturated, so that sizes `validate`
+            // refuses cannot panic here in a debug build.
+            stride_a: m.saturating_mul(k),
+            stride_b: n.saturating_mul(k),
+            stride_c: m.saturating_mul(n),
             stream_k: true,
         }
     }
 
     /// A's storage order and leading dimension (A is M×K).
     pub fn a(self, layout: Layout, ld: usize) -> GemmOp {
-        GemmOp { a_layout: layout, lda: ld, stride_a: self.extent_rows(layout, self.m, self.k) * ld, ..self }
+        GemmOp {
+            a_layout: layout,
+            lda: ld,
+            stride_a: self.extent_rows(layout, self.m, self.k).saturating_mul(ld),
+            ..self
+        }
     }
 
     /// B's storage order and leading dimension (B is K×N).
     pub fn b(self, layout: Layout, ld: usize) -> GemmOp {
-        GemmOp { b_layout: layout, ldb: ld, stride_b: self.extent_rows(layout, self.k, self.n) * ld, ..self }
+        GemmOp {
+            b_layout: layout,
+            ldb: ld,
+            stride_b: self.extent_rows(layout, self.k, self.n).saturating_mul(ld),
+            ..self
+        }
     }
 
     /// C's storage order and leading dimension (C is M×N).
     pub fn c(self, layout: Layout, ld: usize) -> GemmOp {
-        GemmOp { c_layout: layout, ldc: ld, stride_c: self.extent_rows(layout, self.m, self.n) * ld, ..self }
+        GemmOp {
+            c_layout: layout,
+            ldc: ld,
+            stride_c: self.extent_rows(layout, self.m, self.n).saturating_mul(ld),
+            ..self
+        }
     }
 
     /// Scale A·B by `alpha`.
@@ -170,8 +187,13 @@ impl GemmOp {
         if ld < mem_cols {
             return Err(Error::LeadingDimension { operand: name, ld, min: mem_cols });
         }
-        let one = (mem_rows - 1) * ld + mem_cols;
-        Ok((batch - 1) * stride + one)
+        // Checked: wrapped, a huge stride would pass for a small buffer.
+        let one = (mem_rows - 1).checked_mul(ld).and_then(|x| x.checked_add(mem_cols));
+        one.and_then(|one| (batch - 1).checked_mul(stride)?.checked_add(one)).ok_or_else(|| {
+            Error::InvalidShape(format!(
+                "{name} spans more than 2^64 elements ({mem_rows} rows {ld} apart, {batch} of them {stride} apart)"
+            ))
+        })
     }
 
     /// Every check that needs no device: dimensions, leading dimensions, strides, buffer lengths.
@@ -986,6 +1008,28 @@ mod tests {
         assert_eq!((op.a_major(), op.b_major()), (Major::K, Major::K));
         let op = GemmOp::new(100, 64, 32).a(Layout::ColMajor, 104).b(Layout::RowMajor, 64);
         assert_eq!((op.a_major(), op.b_major()), (Major::MN, Major::MN));
+    }
+
+    #[test]
+    fn spans_past_2_64_elements_are_refused_not_wrapped() {
+        // Row 2^30 of a C whose rows are 2^34 elements apart ends past 2^64: computed with
+        // wrapping arithmetic, C would need 8 elements, and the launch would write far outside
+        // the caller's 8-element buffers.
+        let rows = (1 << 30) + 1;
+        let op = GemmOp::new(rows, 8, 8).a(Layout::RowMajor, 1 << 34).c(Layout::RowMajor, 1 << 34);
+        assert!(
+            matches!(op.validate(8, 64, 8), Err(Error::InvalidShape(s)) if s.contains("C spans")),
+            "{:?}",
+            op.validate(8, 64, 8)
+        );
+        let op = GemmOp::new(rows, 8, 8).a(Layout::RowMajor, 1 << 34);
+        assert!(matches!(op.validate(8, 64, rows * 8), Err(Error::InvalidShape(s)) if s.contains("A spans")));
+        // The batch's stride, likewise.
+        let op = GemmOp::new(8, 8, 8).batched(3, 64, 64, 1 << 63);
+        assert!(matches!(op.validate(192, 192, 64), Err(Error::InvalidShape(s)) if s.contains("C spans")));
+        // Sizes whose products pass 2^64 get the size error, not a panic or a wrapped stride.
+        let op = GemmOp::new(1 << 40, 1 << 40, 1 << 40);
+        assert!(matches!(op.validate(0, 0, 0), Err(Error::InvalidShape(s)) if s.contains("exceeds 2^31")));
     }
 
     #[test]

@@ -45,6 +45,10 @@ impl TensorMapParams {
         if ld < cols {
             return Err(Error::LeadingDimension { operand, ld: ld as usize, min: cols as usize });
         }
+        // In elements, before anything doubles them into bytes (which could wrap).
+        if ld >= 1 << 39 || batch_stride >= 1 << 39 {
+            return Err(Error::InvalidShape(format!("{operand} has a stride of 2^40 bytes or more, beyond TMA")));
+        }
         if !(ld * 2).is_multiple_of(16) {
             return Err(Error::InvalidShape(format!(
                 "the rows of {operand} are {ld} elements apart; TMA needs a multiple of 8 (16 bytes)"
@@ -54,9 +58,6 @@ impl TensorMapParams {
             return Err(Error::InvalidShape(format!(
                 "the batch stride of {operand} is {batch_stride} elements; TMA needs a multiple of 8 (16 bytes)"
             )));
-        }
-        if ld * 2 >= 1 << 40 || batch_stride * 2 >= 1 << 40 {
-            return Err(Error::InvalidShape(format!("{operand} has a stride of 2^40 bytes or more, beyond TMA")));
         }
         if rows > u32::MAX as u64 || cols > u32::MAX as u64 || batch > u32::MAX as u64 {
             return Err(Error::InvalidShape(format!("{operand} has a dimension of 2^32 or more, beyond TMA")));
@@ -129,6 +130,17 @@ mod tests {
     use super::*;
 
     const A_BOX: TmaBox = TmaBox::new(64, 128, Swizzle::B128);
+
+    #[test]
+    fn strides_beyond_tma_are_refused_not_wrapped() {
+        // 2 · (2^63 + 8) bytes wraps to 16: it must read as the stride it is, not as 16 bytes.
+        let huge = (1u64 << 63) + 8;
+        for (ld, stride) in [(huge, 0), (4096, huge), (1 << 39, 0)] {
+            let r = TensorMapParams::matrix("A", 0x1000, 8, 64, ld, 2, stride, A_BOX);
+            assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("2^40")), "ld {ld}, stride {stride}: {r:?}");
+        }
+        assert!(TensorMapParams::matrix("A", 0x1000, 8, 64, (1 << 39) - 8, 1, 0, A_BOX).is_ok());
+    }
 
     #[test]
     fn row_major_matrix() {
