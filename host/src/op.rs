@@ -103,8 +103,7 @@ impl GemmOp {
             alpha: 1.0,
             beta: 0.0,
             batch: 1,
-            // Unread for one GEMM (as in the setters below); saturated, so that sizes `validate`
-            // refuses cannot panic here in a debug build.
+            // Unread for one GEMM; saturated as in `dense_stride`.
             stride_a: m.saturating_mul(k),
             stride_b: n.saturating_mul(k),
             stride_c: m.saturating_mul(n),
@@ -117,7 +116,7 @@ impl GemmOp {
         GemmOp {
             a_layout: layout,
             lda: ld,
-            stride_a: self.extent_rows(layout, self.m, self.k).saturating_mul(ld),
+            stride_a: self.dense_stride(self.stride_a, layout, self.m, self.k, ld),
             ..self
         }
     }
@@ -127,7 +126,7 @@ impl GemmOp {
         GemmOp {
             b_layout: layout,
             ldb: ld,
-            stride_b: self.extent_rows(layout, self.k, self.n).saturating_mul(ld),
+            stride_b: self.dense_stride(self.stride_b, layout, self.k, self.n, ld),
             ..self
         }
     }
@@ -137,7 +136,7 @@ impl GemmOp {
         GemmOp {
             c_layout: layout,
             ldc: ld,
-            stride_c: self.extent_rows(layout, self.m, self.n).saturating_mul(ld),
+            stride_c: self.dense_stride(self.stride_c, layout, self.m, self.n, ld),
             ..self
         }
     }
@@ -157,9 +156,17 @@ impl GemmOp {
         GemmOp { stream_k: allow, ..self }
     }
 
-    /// `count` GEMMs whose operands are `stride_a`, `stride_b`, `stride_c` elements apart.
+    /// `count` GEMMs whose operands are `stride_a`, `stride_b`, `stride_c` elements apart. The
+    /// storage-order setters keep these strides, whether they are called before or after.
     pub fn batched(self, count: usize, stride_a: usize, stride_b: usize, stride_c: usize) -> GemmOp {
         GemmOp { batch: count, stride_a, stride_b, stride_c, ..self }
+    }
+
+    /// The batch stride after a storage order or leading dimension is set: a dense one for it,
+    /// unless [`GemmOp::batched`] has set the strides, which are then kept whatever the order of
+    /// the calls. Saturated, so that sizes `validate` refuses cannot panic here in a debug build.
+    fn dense_stride(&self, stride: usize, layout: Layout, rows: usize, cols: usize, ld: usize) -> usize {
+        if self.batch == 1 { self.extent_rows(layout, rows, cols).saturating_mul(ld) } else { stride }
     }
 
     /// Rows in memory of a `rows × cols` matrix stored in `layout`.
@@ -212,8 +219,11 @@ impl GemmOp {
                 self.k
             )));
         }
-        if self.batch > u32::MAX as usize {
-            return Err(Error::InvalidShape(format!("batch of {} exceeds 2^32 - 1", self.batch)));
+        if self.batch > i32::MAX as usize {
+            return Err(Error::InvalidShape(format!(
+                "batch of {} exceeds 2^31 - 1 (TMA coordinates are 32-bit signed)",
+                self.batch
+            )));
         }
         if !self.alpha.is_finite() || !self.beta.is_finite() {
             return Err(Error::InvalidShape(format!("alpha = {} and beta = {} must be finite", self.alpha, self.beta)));
@@ -334,10 +344,19 @@ enum Refusal {
     ColumnsOfTiles(usize),
     NotNative,
     Orders,
+    /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
+    /// steps from one unit to the next by the number of workers, which must not wrap.
+    Units(u64),
 }
 
 fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
-    if spec.c_col_major && !op.m.is_multiple_of(8) {
+    let units = (op.m as u64)
+        .div_ceil(spec.unit_m() as u64)
+        .saturating_mul((op.n as u64).div_ceil(spec.unit_n() as u64))
+        .saturating_mul(op.batch as u64);
+    if units > i32::MAX as u64 {
+        Some(Refusal::Units(units))
+    } else if spec.c_col_major && !op.m.is_multiple_of(8) {
         Some(Refusal::ColMajorC(op.m))
     } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
         Some(Refusal::ColumnsOfTiles(op.n))
@@ -368,6 +387,9 @@ impl Refusal {
                     .to_string()
             }
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
+            Refusal::Units(units) => {
+                format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
+            }
         }
     }
 }
@@ -677,8 +699,13 @@ pub fn price<'a, 'b>(
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
-    kernels.filter_map(move |s| {
+    // A call `validate` refuses whatever the buffers (or a device without SMs) has no kernel.
+    let valid = sms > 0 && op.validate(usize::MAX, usize::MAX, usize::MAX).is_ok();
+    kernels.filter(move |_| valid).filter_map(move |s| {
         let kop = for_kernel(s, op).0;
+        if !s.general || refusal(s, &kop).is_some() {
+            return None;
+        }
         // A tile without a cluster reads all of its operands itself: where M takes more than
         // one row of them and N more than one column, pairs sharing one (B, or A for the
         // twins) win even with half their tiles idle (96×8192×8192 on the H200: 0.64× cuBLAS
@@ -785,7 +812,7 @@ pub fn price<'a, 'b>(
             },
             _ => false,
         };
-        (s.general && refusal(s, &kop).is_none()).then(|| Priced {
+        Some(Priced {
             spec: s,
             cost: cost(s, &kop, sched),
             schedule: sched,
@@ -1030,6 +1057,47 @@ mod tests {
         // Sizes whose products pass 2^64 get the size error, not a panic or a wrapped stride.
         let op = GemmOp::new(1 << 40, 1 << 40, 1 << 40);
         assert!(matches!(op.validate(0, 0, 0), Err(Error::InvalidShape(s)) if s.contains("exceeds 2^31")));
+    }
+
+    #[test]
+    fn a_batch_past_2_31_is_refused() {
+        // Batch entry 2^31 would be TMA coordinate -2^31: its tiles loaded as zeros, its C
+        // stores dropped, and the call reported as done.
+        let count = (1 << 31) + 1;
+        let op = GemmOp::new(1, 8, 8).c(Layout::RowMajor, 8).batched(count, 0, 0, 8);
+        assert!(matches!(op.validate(8, 64, 8 * count), Err(Error::InvalidShape(s)) if s.contains("2^31")));
+        assert!(GemmOp::new(1, 8, 8).batched(count - 2, 0, 0, 8).validate(8, 64, 8 * count).unwrap());
+    }
+
+    #[test]
+    fn storage_orders_keep_the_batch_strides_in_either_order() {
+        let before =
+            GemmOp::new(64, 64, 64).batched(2, 8192, 8192, 8192).c(Layout::RowMajor, 72).a(Layout::ColMajor, 72);
+        let after =
+            GemmOp::new(64, 64, 64).c(Layout::RowMajor, 72).a(Layout::ColMajor, 72).batched(2, 8192, 8192, 8192);
+        assert_eq!(before, after);
+        assert_eq!((before.stride_a, before.stride_b, before.stride_c), (8192, 8192, 8192));
+        // Without a batch the stride follows the leading dimension, dense.
+        let one = GemmOp::new(64, 48, 64).c(Layout::RowMajor, 72).a(Layout::ColMajor, 80);
+        assert_eq!((one.stride_a, one.stride_c), (64 * 80, 64 * 72));
+    }
+
+    #[test]
+    fn shapes_no_kernel_can_index_get_no_kernel() {
+        let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+        let pick = |op: &GemmOp, sms| choose(kernels.iter().copied(), op, sms).map(|s| s.name);
+        // Valid spans, but 2^46 wide tiles or more: every entry's 32-bit tile index would wrap.
+        let huge = GemmOp::new(i32::MAX as usize, i32::MAX as usize, 8);
+        assert_eq!(pick(&huge, 132), None);
+        let r = supports(&hopper::v7::SPEC, &huge);
+        assert!(matches!(&r, Err(Error::Unsupported { reason, .. }) if reason.contains("32-bit tile index")), "{r:?}");
+        // 2^31 - 1 entries of two tiles or more each.
+        assert_eq!(pick(&GemmOp::new(1, 264, 8).batched(i32::MAX as usize, 0, 0, 264), 132), None);
+        // Shapes `validate` refuses, and a device without SMs.
+        assert_eq!(pick(&GemmOp::new(1 << 40, 1 << 40, 8), 132), None);
+        assert_eq!(pick(&GemmOp::new(64, 64, 7), 132), None);
+        assert_eq!(pick(&GemmOp::new(4096, 4096, 4096), 0), None);
+        assert!(pick(&GemmOp::new(4096, 4096, 4096), 132).is_some());
     }
 
     #[test]

@@ -59,8 +59,11 @@ impl TensorMapParams {
                 "the batch stride of {operand} is {batch_stride} elements; TMA needs a multiple of 8 (16 bytes)"
             )));
         }
-        if rows > u32::MAX as u64 || cols > u32::MAX as u64 || batch > u32::MAX as u64 {
-            return Err(Error::InvalidShape(format!("{operand} has a dimension of 2^32 or more, beyond TMA")));
+        // Dimensions up to 2^32 may be encoded, but the kernels' TMA coordinates are 32-bit signed.
+        if rows > i32::MAX as u64 || cols > i32::MAX as u64 || batch > i32::MAX as u64 {
+            return Err(Error::InvalidShape(format!(
+                "{operand} has a dimension of 2^31 or more, beyond TMA's coordinates"
+            )));
         }
         debug_assert!(tile.inner <= 256 && tile.outer <= 256 && (tile.inner * 2).is_multiple_of(16));
         debug_assert!(tile.swizzle != Swizzle::B128 || tile.inner * 2 <= 128);

@@ -576,14 +576,19 @@ pub fn verify_kernel(
 
 /// Multiply-adds of `op`.
 pub fn macs(op: &GemmOp) -> usize {
-    op.m * op.n * op.k * op.batch
+    op.m.saturating_mul(op.n).saturating_mul(op.k).saturating_mul(op.batch)
 }
 
-/// Buffer lengths `op` needs for A, B and C.
+/// Buffer lengths `op` needs for A, B and C, whole rows of the leading dimension each (saturated
+/// where they would pass 2^64: no such buffer can be allocated).
 pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
     let len = |layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize| {
         let mem_rows = if layout == Layout::RowMajor { rows } else { cols };
-        if rows == 0 || cols == 0 { 0 } else { (op.batch - 1) * stride + mem_rows * ld }
+        if rows == 0 || cols == 0 || op.batch == 0 {
+            0
+        } else {
+            (op.batch - 1).saturating_mul(stride).saturating_add(mem_rows.saturating_mul(ld))
+        }
     };
     (
         len(op.a_layout, op.m, op.k, op.lda, op.stride_a),
@@ -759,6 +764,14 @@ pub fn tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lengths_of_empty_and_huge_calls_do_not_panic() {
+        assert_eq!(lengths(&GemmOp::new(8, 8, 8).batched(0, 0, 0, 0)), (0, 0, 0));
+        let huge = GemmOp::new(8, 8, 8).a(Layout::RowMajor, usize::MAX / 2).batched(3, usize::MAX / 2, 0, 4096);
+        assert_eq!(lengths(&huge).0, usize::MAX);
+        assert_eq!(lengths(&GemmOp::new(3, 5, 8).batched(2, 40, 64, 15)), (64, 104, 30));
+    }
 
     #[test]
     fn cpu_reference_is_a_times_b_transposed() {

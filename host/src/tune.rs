@@ -420,6 +420,8 @@ pub fn candidates(
 
 /// Time `op`'s candidates on `gemm`'s device (see [`Gemm::tune_with`](crate::Gemm::tune_with)).
 pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
+    // The shape's own checks first (no buffers yet): its spans, then the buffers tuning makes.
+    op.validate(usize::MAX, usize::MAX, usize::MAX)?;
     let (la, lb, lc) = testing::lengths(op);
     if !op.validate(la, lb, lc)? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));
@@ -436,7 +438,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
 
     // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    let set_bytes = 2 * (la + lb + lc);
+    let set_bytes = la.saturating_add(lb).saturating_add(lc).saturating_mul(2);
     let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
     let (a, b, mut c) = testing::input_sets(gemm, stream, op, sets, seed)?;
 
