@@ -389,6 +389,9 @@ impl Gemm {
     /// on its first split launch.
     fn workspace(&self, stream: &CudaStream) -> Result<u64> {
         let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+        // Keyed by the handle. A stream dropped while its launches run keeps its resources until
+        // they finish (cuStreamDestroy), so a new stream given the same handle cannot overlap a
+        // launch that still uses this workspace.
         let key = stream.cu_stream() as usize;
         if let Some(&ptr) = map.get(&key) {
             return Ok(ptr);
