@@ -20,6 +20,9 @@ cargo fmt --all --check
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps --document-private-items --quiet
 cargo test --release --workspace "$@"
+# The hang-guard build (scripts/build-reliability.sh) assembled and held to its bounds, in a target
+# directory of its own so that it replaces none of the default build's binaries.
+cargo test --release -p hgemm --features hang-guard --target-dir target/hang-guard --test ptxas "$@"
 # The unit tests once more in a debug build, whose arithmetic overflow checks turn a wrapped size
 # in the host's checks into a failure.
 cargo test --workspace --lib --quiet "$@"
