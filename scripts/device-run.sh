@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine (builds nothing): verify each kernel in its own process under a timeout, so a
 # hang names its kernel, then benchmark. Usage: device-run.sh "v0 v1 ..." [bench args...]
+# The CLI is the staged one (scripts/stage-device.sh), or $HGEMM.
 set -u
-B=target/release/hgemm
+B=${HGEMM:-.device/bin/hgemm}
 KERNELS=${1:-}
 shift || true
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv,noheader
