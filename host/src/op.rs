@@ -782,7 +782,8 @@ pub fn price<'a, 'b>(
         // such as 12288³, where tuning finds the wide tile faster; with fewer than two rows of
         // tiles (M of 129–255, measured from 256) it would take 14336×208×4096 from the one
         // column of the same tile the thirteenth session measured.
-        let sched = s.schedule(&kop.shape_args(), sms / s.cluster);
+        // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
+        let sched = s.schedule(&kop.shape_args(), crate::launch::persistent_clusters(s, sms / s.cluster));
         let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
         let one_wave = sched.filter(|sk| sk.units <= sk.workers);
         let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
