@@ -11,9 +11,12 @@
 //!   `.minnctapersm 1`, without which ptxas assumes 1024-thread blocks and caps registers at 64
 //!   a thread.
 
+#[path = "kernels_cargo.rs"]
+mod kernels_cargo;
+
 use hgemm_kernels::spec::Family;
+use kernels_cargo::kernels_cargo;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::{env, fs};
 
 fn main() {
@@ -33,28 +36,10 @@ fn main() {
 
 fn compile(kernels: &Path, out: &Path, family: Family, hang_guard: bool) -> String {
     let target = family.ptx_target();
-    let isa = family.ptx_isa();
     let emitted = out.join(format!("{target}.raw.ptx"));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("rustc")
-        .arg("--manifest-path")
-        .arg(kernels.join("Cargo.toml"))
-        .args(["--lib", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
-        .arg("--target-dir")
-        .arg(out.join("nvptx"))
-        .args(["--", "-C", &format!("target-cpu={target}"), "-C", &format!("target-feature={isa}")])
-        .args(["-C", "codegen-units=1", "--cfg", family.name()])
-        .arg(format!("--emit=asm={}", emitted.display()))
-        // Flags for `core` and the kernels alike; nothing of the outer build's must leak in.
-        .env("CARGO_ENCODED_RUSTFLAGS", "-Zunstable-options\x1f-Cpanic=immediate-abort")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER");
-    if hang_guard {
-        cmd.args(["--cfg", "hang_guard"]);
-    }
+    let mut cmd = kernels_cargo(&cargo, "rustc", &kernels.join("Cargo.toml"), &out.join("nvptx"), family, hang_guard);
+    cmd.args(["-C", "codegen-units=1"]).arg(format!("--emit=asm={}", emitted.display()));
     let status = cmd.status().expect("failed to run cargo for the nvptx64 kernels build");
     assert!(status.success(), "building the kernels crate for {target} failed (see the errors above)");
     fs::read_to_string(&emitted).unwrap()

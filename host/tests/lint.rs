@@ -2,13 +2,15 @@
 //! most of the kernels crate is `cfg`'d out (the `ptx` module, every kernel body), so the
 //! workspace's `cargo clippy` and `cargo doc` never read them, and the build script's nested
 //! compile does not show its warnings. Here clippy and rustdoc read the crate for
-//! `nvptx64-nvidia-cuda` with each family's flags, as `host/build.rs` passes them, with and
-//! without the hang guard, and any warning fails (a lint, or a doc link that leads nowhere).
+//! `nvptx64-nvidia-cuda` through the invocation `host/build.rs` compiles it with
+//! (`host/kernels_cargo.rs`), for each family, with and without the hang guard, and any warning fails (a lint, or a doc link that leads nowhere).
 //! Needs no GPU.
+
+#[path = "../kernels_cargo.rs"]
+mod kernels_cargo;
 
 use hgemm_kernels::spec::Family;
 use std::path::Path;
-use std::process::Command;
 
 /// Runs `cargo <subcommand>` on the kernels crate for every family, with and without the hang
 /// guard, `extra` after the family's flags; returns what failed, with its errors.
@@ -18,28 +20,9 @@ fn for_every_build(subcommand: &str, extra: &[&str]) -> Vec<String> {
     let mut failures = Vec::new();
     for family in Family::ALL {
         for hang_guard in [false, true] {
-            let mut cmd = Command::new(env!("CARGO"));
-            cmd.arg(subcommand)
-                .arg("--manifest-path")
-                .arg(&kernels)
-                .args(["--lib", "--release", "--quiet", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .args(["--", "--cfg", family.name()])
-                .args(["-C", &format!("target-cpu={}", family.ptx_target())])
-                .args(["-C", &format!("target-feature={}", family.ptx_isa())])
-                .args(["-D", "warnings"])
-                .args(extra)
-                // As host/build.rs: nothing of the outer build's flags leaks in.
-                .env("CARGO_ENCODED_RUSTFLAGS", "-Zunstable-options\x1f-Cpanic=immediate-abort")
-                .env_remove("RUSTFLAGS")
-                .env_remove("RUSTDOCFLAGS")
-                .env_remove("CARGO_TARGET_DIR")
-                .env_remove("CARGO_BUILD_TARGET")
-                .env_remove("RUSTC_WORKSPACE_WRAPPER");
-            if hang_guard {
-                cmd.args(["--cfg", "hang_guard"]);
-            }
+            let mut cmd =
+                kernels_cargo::kernels_cargo(env!("CARGO"), subcommand, &kernels, &target_dir, family, hang_guard);
+            cmd.args(["-D", "warnings"]).args(extra);
             let out = cmd.output().unwrap_or_else(|e| panic!("failed to run cargo {subcommand}: {e}"));
             if !out.status.success() {
                 let guard = if hang_guard { " with the hang guard" } else { "" };
