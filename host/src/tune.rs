@@ -420,12 +420,11 @@ pub fn candidates(
 
 /// Time `op`'s candidates on `gemm`'s device (see [`Gemm::tune_with`](crate::Gemm::tune_with)).
 pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
-    // The shape's own checks first (no buffers yet): its spans, then the buffers tuning makes.
-    op.validate(usize::MAX, usize::MAX, usize::MAX)?;
-    let (la, lb, lc) = testing::lengths(op);
-    if !op.validate(la, lb, lc)? {
+    // The shape's own checks, before any buffer is sized: the buffers are tuning's own, made to fit.
+    if !op.validate(usize::MAX, usize::MAX, usize::MAX)? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));
     }
+    let (la, lb, lc) = testing::lengths(op);
     if opts.samples == 0 || opts.sample_ms.is_nan() || opts.sample_ms <= 0.0 {
         return Err(Error::Tuning(format!("{} samples of {} ms: both must be positive", opts.samples, opts.sample_ms)));
     }
