@@ -452,7 +452,7 @@ impl Gemm {
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),
-            shape: op::shape(spec, op, loaded.max_clusters),
+            shape: op::shape(spec, op, loaded.max_clusters)?,
             maps: plan.maps.iter().map(|m| m.encode()).collect::<Result<_>>()?,
             args: plan.args,
         })

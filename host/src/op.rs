@@ -950,10 +950,13 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
     }
 }
 
-/// The launch shape of `spec` for `op`.
-pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> LaunchShape {
+/// The launch shape of `spec` for `op`, on a device that holds `max_clusters` of its clusters at
+/// once; [`Error::Unsupported`] where [`supports`] refuses the call (its tiles could then
+/// overflow the shape's arithmetic).
+pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<LaunchShape> {
+    supports(spec, op)?;
     let (op, _) = for_kernel(spec, op);
-    LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k)
+    Ok(LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k))
 }
 
 /// What `auto` would run for `op` among `kernels` on a GPU with `sms` SMs, and its launch, worked
@@ -967,11 +970,13 @@ pub fn choose_offline<'a>(
     sms: u32,
 ) -> Option<(&'a KernelSpec, LaunchShape)> {
     let spec = choose(kernels, op, sms)?;
-    Some((spec, launch_offline(spec, op, sms)))
+    // `choose` picks only entries that support the call.
+    Some((spec, launch_offline(spec, op, sms).ok()?))
 }
 
-/// The launch [`choose_offline`] works out for `spec`, however it was chosen.
-pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> LaunchShape {
+/// The launch [`choose_offline`] works out for `spec`, however it was chosen; an error where
+/// `spec` does not support `op`.
+pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> Result<LaunchShape> {
     shape(spec, op, sms / spec.cluster)
 }
 
@@ -1092,6 +1097,16 @@ mod tests {
         assert_eq!(pick(&huge, 132), None);
         let r = supports(&hopper::v7::SPEC, &huge);
         assert!(matches!(&r, Err(Error::Unsupported { reason, .. }) if reason.contains("32-bit tile index")), "{r:?}");
+        // The launch shape is refused the same way, not worked out in wrapping arithmetic.
+        for spec in &kernels {
+            assert!(matches!(shape(spec, &huge, 66), Err(Error::Unsupported { .. })), "{}", spec.name);
+            assert!(matches!(launch_offline(spec, &huge, 132), Err(Error::Unsupported { .. })), "{}", spec.name);
+        }
+        assert!(matches!(
+            shape(&hopper::v0::SPEC, &GemmOp::new(64, 64, 64).a(Layout::ColMajor, 64), 66),
+            Err(Error::Unsupported { .. })
+        ));
+        assert_eq!(shape(&hopper::v7::SPEC, &GemmOp::new(8192, 8192, 8192), 66).map(|s| s.grid), Ok(132));
         // 2^31 - 1 entries of two tiles or more each.
         assert_eq!(pick(&GemmOp::new(1, 264, 8).batched(i32::MAX as usize, 0, 0, 264), 132), None);
         // Shapes `validate` refuses, and a device without SMs.
@@ -1224,7 +1239,10 @@ mod tests {
         // C as it lies in memory: 160 rows of 8192; B's edge map ends at the kernel's N = 160.
         assert_eq!((p.maps[2].address, p.maps[2].dims), (0x3000, [8192, 160, 1]));
         assert_eq!((p.maps[3].box_dims[1], p.maps[4].box_dims[1]), (64, 64));
-        assert_eq!(shape(cm, &op, 66).grid, shape(cm, &GemmOp::new(8192, 160, 64).c(Layout::ColMajor, 8192), 66).grid);
+        assert_eq!(
+            shape(cm, &op, 66).unwrap().grid,
+            shape(cm, &GemmOp::new(8192, 160, 64).c(Layout::ColMajor, 8192), 66).unwrap().grid
+        );
         // Errors still name the caller's operands.
         assert_eq!(
             plan(cm, &op, 0x1002, 0x2000, 0x3000),

@@ -65,8 +65,17 @@ impl TensorMapParams {
                 "{operand} has a dimension of 2^31 or more, beyond TMA's coordinates"
             )));
         }
-        debug_assert!(tile.inner <= 256 && tile.outer <= 256 && (tile.inner * 2).is_multiple_of(16));
-        debug_assert!(tile.swizzle != Swizzle::B128 || tile.inner * 2 <= 128);
+        // What cuTensorMapEncodeTiled requires of a box (CUDA driver API, "Tensor Map Object
+        // Management"): 1 to 256 elements per dimension, rows a multiple of 16 bytes, and with
+        // the 128-byte swizzle rows of at most 128 bytes.
+        let box_fits = (1..=256).contains(&tile.inner) && (1..=256).contains(&tile.outer);
+        if !box_fits || !(tile.inner * 2).is_multiple_of(16) || (tile.swizzle == Swizzle::B128 && tile.inner * 2 > 128)
+        {
+            return Err(Error::InvalidShape(format!(
+                "the TMA box for {operand}, {} by {} elements with {:?} swizzle, is not one TMA can load",
+                tile.inner, tile.outer, tile.swizzle
+            )));
+        }
         Ok(TensorMapParams {
             address,
             rank: if batch > 1 { 3 } else { 2 },
@@ -170,14 +179,11 @@ mod tests {
 
     #[test]
     fn every_kernel_box_is_a_valid_tma_box() {
-        // What cuTensorMapEncodeTiled requires of a box: at most 256 elements per dimension, rows
-        // a multiple of 16 bytes, and with the 128-byte swizzle rows of at most 128 bytes.
         for spec in hgemm_kernels::kernels() {
             for (operand, b) in [("A", Some(spec.a_box)), ("B", Some(spec.b_box)), ("C", spec.c_box)] {
                 let Some(b) = b else { continue };
-                assert!(b.inner <= 256 && b.outer <= 256 && (b.inner * 2) % 16 == 0, "{} {operand}: {b:?}", spec.name);
-                assert!(b.swizzle != Swizzle::B128 || b.inner * 2 <= 128, "{} {operand}: {b:?}", spec.name);
-                let p = TensorMapParams::matrix(operand, 0x1000, 8192, 8192, 8192, 1, 0, b).unwrap();
+                let p = TensorMapParams::matrix(operand, 0x1000, 8192, 8192, 8192, 1, 0, b)
+                    .unwrap_or_else(|e| panic!("{} {operand}: {b:?}: {e}", spec.name));
                 assert_eq!((p.box_dims, p.swizzle, p.l2_promotion), ([b.inner, b.outer, 1], b.swizzle, b.l2_promotion));
             }
         }
@@ -202,5 +208,20 @@ mod tests {
             TensorMapParams::matrix("A", 0x1000, 1 << 33, 64, 64, 1, 0, A_BOX),
             Err(Error::InvalidShape(_))
         ));
+        // Boxes TMA cannot load: empty, past 256 elements, rows not a multiple of 16 bytes, or
+        // rows past 128 bytes under the 128-byte swizzle.
+        for (inner, outer, swizzle) in [
+            (0, 64, Swizzle::B128),
+            (64, 0, Swizzle::B128),
+            (64, 257, Swizzle::B128),
+            (60, 64, Swizzle::None),
+            (128, 64, Swizzle::B128),
+        ] {
+            let tile = TmaBox { inner, outer, swizzle, ..A_BOX };
+            let r = TensorMapParams::matrix("B", 0x1000, 1024, 1024, 1024, 1, 0, tile);
+            assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("TMA box for B")), "{tile:?}: {r:?}");
+        }
+        let wide = TmaBox { inner: 128, outer: 256, swizzle: Swizzle::None, ..A_BOX };
+        assert!(TensorMapParams::matrix("B", 0x1000, 1024, 1024, 1024, 1, 0, wide).is_ok());
     }
 }

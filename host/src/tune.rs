@@ -147,8 +147,15 @@ impl TuneTable {
     }
 
     /// Hold `choice` for calls keyed as `op`: an entry of this table's family that computes `op`,
-    /// splitting only if `op` allows it.
+    /// splitting only if `op` allows it. A key no call can have (K not a multiple of 8, M, N or
+    /// the batch zero or past 2^31 − 1) is an [`Error::Tuning`]: it would never be looked up.
     pub fn insert(&mut self, op: &GemmOp, choice: Choice) -> Result<()> {
+        let key = shape(&TuneKey::of(op));
+        match op.validate(usize::MAX, usize::MAX, usize::MAX) {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::Tuning(format!("{key}: no call of this shape computes anything"))),
+            Err(e) => return Err(Error::Tuning(format!("{key}: {e}"))),
+        }
         if choice.kernel.family != self.family {
             return Err(Error::Tuning(format!(
                 "{} is a {} kernel; this table is for {}",
@@ -160,8 +167,7 @@ impl TuneTable {
         if choice.split && !op.stream_k {
             return Err(Error::Tuning(format!("{} split by K for a call that forbids splitting", choice.kernel.name)));
         }
-        op::supports(choice.kernel, op)
-            .map_err(|e| Error::Tuning(format!("{} for {}: {e}", choice.kernel.name, shape(&TuneKey::of(op)))))?;
+        op::supports(choice.kernel, op).map_err(|e| Error::Tuning(format!("{} for {key}: {e}", choice.kernel.name)))?;
         self.choices.insert(TuneKey::of(op), choice);
         Ok(())
     }
@@ -283,7 +289,10 @@ impl TuneTable {
                 .find(|s| s.name == kernel && s.family == family)
                 .ok_or_else(|| bad(n, format!("no {} kernel {kernel} in this build", family.name())))?;
             let choice = Choice { kernel: spec, split: flag(sched, "split", "whole")? };
-            table.insert(&key.op(), choice).map_err(|e| bad(n, e.to_string()))?;
+            table.insert(&key.op(), choice).map_err(|e| match e {
+                Error::Tuning(why) => bad(n, why),
+                e => bad(n, e.to_string()),
+            })?;
         }
         Ok(table)
     }
@@ -636,6 +645,12 @@ mod tests {
         assert!(line("512 5120 8192 1 row col row plain whole hopper_v7 split").contains("forbids"));
         // A ladder kernel that computes only the native problem, keyed by a scaled call.
         assert!(line("128 128 64 1 row col row scaled stream-k hopper_v3 whole").contains("line 3"));
+        // Keys no call can have: they would be held and never looked up.
+        let k7 = line("512 5120 7 1 row col row plain stream-k hopper_v7 split");
+        assert!(k7.contains("line 3: 512x5120x7") && k7.contains("multiple of 8"), "{k7}");
+        assert!(line("0 5120 8192 1 row col row plain stream-k hopper_v7 split").contains("computes anything"));
+        assert!(line("512 5120 8192 0 row col row plain stream-k hopper_v7 split").contains("computes anything"));
+        assert!(line("4294967296 64 64 1 row col row plain stream-k hopper_v7 split").contains("2^31"));
     }
 
     #[test]

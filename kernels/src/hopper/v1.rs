@@ -13,8 +13,8 @@
 //!            wgmma.fence → 4 × mma_async → commit → wait_group 0 → barrier.sync → next K slice
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 312 TFLOP/s, 0.449× cuBLAS (0.402× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 309 TFLOP/s, 0.440× cuBLAS (0.402× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

@@ -12,8 +12,8 @@
 //! all      : wait(full[s]) ◄────────────────────┘ 4 × wgmma ─ wait_group 0 ─ barrier.sync ┘
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 562 TFLOP/s, 0.835× cuBLAS (0.826× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 564 TFLOP/s, 0.835× cuBLAS (0.826× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

@@ -15,8 +15,8 @@
 //!                       4 × wgmma → commit → wait_group 1 → arrive(empty[s-1]) ──► producer
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 609 TFLOP/s, 0.921× cuBLAS (0.921× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 610 TFLOP/s, 0.907× cuBLAS (0.921× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

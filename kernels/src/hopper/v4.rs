@@ -19,8 +19,8 @@
 //!                   4 × wgmma → commit → wait_group 1 → arrive(empty[s-1]) in CTA 0 and CTA 1
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 628 TFLOP/s, 0.942× cuBLAS (0.951× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 639 TFLOP/s, 0.951× cuBLAS (0.951× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

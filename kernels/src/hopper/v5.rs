@@ -15,8 +15,8 @@
 //!                           wait_group 0 → release last → store C ──(overlaps the producer's next tile)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 646 TFLOP/s, 0.970× cuBLAS (0.972× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 650 TFLOP/s, 0.974× cuBLAS (0.972× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

@@ -17,8 +17,8 @@
 //!               → fence.proxy.async → bar(wg) → [leader] TMA store buf → commit_group
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-fourth session's final run, paired with
-//! cuBLAS in one process: the README's table): 664 TFLOP/s, 1.005× cuBLAS (1.001× when first
+//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
+//! cuBLAS in one process: the README's table): 682 TFLOP/s, 1.019× cuBLAS (1.001× when first
 //! measured, 2026-11-29).
 use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
 

@@ -128,11 +128,11 @@
 //! its held boxes take (64 registers beside the accumulator's 128), and for the wide tile trimmed
 //! to 224 the same (its consumers spilled at 232 once its last box could move).
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, thirty-fourth session's final run, paired with
-//! cuBLAS in one process, a card that clocked a median 1455 MHz under the cap): 689 TFLOP/s,
-//! 1.046× cuBLAS (v6: 1.005×); the same kernel as `auto` and `direct` read 1.052× and 1.057×, and
-//! 1.047× in the sweep, whose geometric mean was 1.016. Over the last fourteen sessions' final
-//! runs its 56 readings at 8192³ have a median of 1.042 (1.026–1.057; the README's table). Its
+//! Measured on an H200 at 8192³ (2026-12-01, thirty-sixth session's final run, paired with
+//! cuBLAS in one process, a card that clocked a median 1485 MHz under the cap): 692 TFLOP/s,
+//! 1.028× cuBLAS (v6: 1.019×); the same kernel as `auto` and `direct` read 1.032× and 1.033×, and
+//! 1.048× in the sweep, whose geometric mean was 1.012. Over the last fifteen sessions' final
+//! runs its 60 readings at 8192³ have a median of 1.042 (1.026–1.057; the README's table). Its
 //! tensor pipe is busy 97.2% of its cycles (`ncu`; cuBLAS's 93.5%).
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×

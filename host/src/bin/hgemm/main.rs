@@ -258,7 +258,7 @@ fn plan(args: &[String]) -> CliResult {
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
-        let shape = hgemm::op::launch_offline(spec, &op, sms);
+        let shape = hgemm::op::launch_offline(spec, &op, sms)?;
         println!(
             "{:<20} {:<w$} {:>6} {:>8}  {}",
             format!("{m}x{n}x{k}"),
