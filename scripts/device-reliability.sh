@@ -107,7 +107,9 @@ row "run: every kernel, small" "$(verdict)" "$(tail -1 "$TAIL")"
 # 2. The GPU tests, one per process.
 for t in sweep:hopper_random_shape_sweep_matches_cublas:120 determinism:hopper_outputs_are_bitwise_deterministic:45 \
     soak:hopper_soak_keeps_device_memory_flat:60 concurrency:hopper_concurrent_streams_share_one_handle:45 \
-    split-concurrency:hopper_split_launches_on_concurrent_streams_finish:45; do
+    split-concurrency:hopper_split_launches_on_concurrent_streams_finish:45 \
+    per-thread-streams:hopper_split_launches_on_per_thread_streams_finish:45 \
+    workspace-release:hopper_released_workspaces_give_their_memory_back:30; do
     IFS=: read -r label name limit <<<"$t"
     step "$OUT/tests.log" "$limit" "$BIN/reliability" --ignored --exact "$name" --nocapture --test-threads 1
     row "$label" "$(verdict)" "$(why)"

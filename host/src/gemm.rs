@@ -39,6 +39,26 @@ pub enum Prepared {
     },
 }
 
+/// Which stream a stream-K workspace belongs to: its handle, and for the per-thread default stream
+/// the thread. `CU_STREAM_PER_THREAD` (cudarc's `per_thread_stream`) is the one handle 0x2 on every
+/// thread, but a different stream on each, whose launches may overlap (CUDA Runtime API, "Stream
+/// synchronization behavior"); the legacy default stream (the null handle) is one stream for all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct WorkspaceKey {
+    stream: usize,
+    thread: Option<std::thread::ThreadId>,
+}
+
+impl WorkspaceKey {
+    const PER_THREAD: usize = 0x2;
+
+    fn of(stream: &CudaStream) -> WorkspaceKey {
+        let stream = stream.cu_stream() as usize;
+        let thread = (stream == Self::PER_THREAD).then(|| std::thread::current().id());
+        WorkspaceKey { stream, thread }
+    }
+}
+
 /// A loaded kernel and what its launches need that does not change per call.
 struct Loaded {
     spec: &'static KernelSpec,
@@ -57,8 +77,9 @@ pub struct Gemm {
     /// Bytes of the stream-K workspace: enough for any kernel's largest grid.
     workspace_bytes: u64,
     /// The device address of one workspace per stream that has run a split launch: launches on
-    /// one stream run one after another, on two streams they may overlap. Freed with the handle.
-    workspaces: Mutex<HashMap<usize, u64>>,
+    /// one stream run one after another, on two streams they may overlap. Freed with the handle,
+    /// or by [`Gemm::release_workspace`].
+    workspaces: Mutex<HashMap<WorkspaceKey, u64>>,
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
     tuning: RwLock<TuneTable>,
@@ -389,10 +410,10 @@ impl Gemm {
     /// on its first split launch.
     fn workspace(&self, stream: &CudaStream) -> Result<u64> {
         let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-        // Keyed by the handle. A stream dropped while its launches run keeps its resources until
-        // they finish (cuStreamDestroy), so a new stream given the same handle cannot overlap a
-        // launch that still uses this workspace.
-        let key = stream.cu_stream() as usize;
+        // Keyed by the handle (and the thread, for the per-thread stream). A stream dropped while
+        // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
+        // stream given the same handle cannot overlap a launch that still uses this workspace.
+        let key = WorkspaceKey::of(stream);
         if let Some(&ptr) = map.get(&key) {
             return Ok(ptr);
         }
@@ -406,6 +427,31 @@ impl Gemm {
         }
         map.insert(key, ptr);
         Ok(ptr)
+    }
+
+    /// Free `stream`'s stream-K workspace, if it has one, once the launches enqueued on it have
+    /// finished (this synchronizes `stream`). Each stream that has run a call split by K keeps
+    /// its workspace ([`Gemm::workspace_bytes`]) until the handle is dropped; a caller that makes
+    /// a stream per task calls this before dropping the stream. A later split call on the stream
+    /// allocates a fresh one. For the per-thread default stream, it frees the calling thread's.
+    pub fn release_workspace(&self, stream: &CudaStream) -> Result<()> {
+        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(&ptr) = map.get(&WorkspaceKey::of(stream)) else {
+            return Ok(());
+        };
+        // The lock is held across the wait, so that no call on this stream picks the workspace up
+        // meanwhile (other threads' split calls wait for it too: this is for a stream's teardown).
+        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        self.synchronize(stream)?;
+        map.remove(&WorkspaceKey::of(stream));
+        // SAFETY: allocated by `workspace` in this context; nothing enqueued on the stream is left.
+        unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
+    }
+
+    /// Bytes of device memory one stream's stream-K workspace takes (enough for any kernel's
+    /// largest grid): what each stream that has run a split call holds.
+    pub fn workspace_bytes(&self) -> u64 {
+        self.workspace_bytes
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {

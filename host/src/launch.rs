@@ -94,7 +94,9 @@ pub unsafe fn launch_gemm(
 ) -> Result<()> {
     // The entry's parameters in order: its maps, then the arguments (no allocation per launch).
     let mut params = [std::ptr::null_mut::<c_void>(); 6];
-    assert!(maps.len() < params.len(), "a GEMM entry takes at most five tensor maps");
+    if maps.len() >= params.len() {
+        return Err(Error::InvalidShape(format!("{} tensor maps: a GEMM entry takes at most five", maps.len())));
+    }
     for (p, m) in params.iter_mut().zip(maps) {
         *p = m as *const _ as *mut c_void;
     }
@@ -150,6 +152,15 @@ mod tests {
     /// An `m × n × 512` problem, `batch` of them.
     fn args(m: u32, n: u32, batch: u32) -> GemmArgs {
         GemmArgs { batch, ..GemmArgs::new(m, n, 512, 0) }
+    }
+
+    #[test]
+    fn too_many_tensor_maps_are_an_error_before_the_driver() {
+        let maps = [sys::CUtensorMap { opaque: [0; 16] }; 6];
+        let shape = LaunchShape::plain(1, 128, 0);
+        // SAFETY: refused before anything is launched (no function, no stream).
+        let r = unsafe { launch_gemm(std::ptr::null_mut(), &shape, std::ptr::null_mut(), &maps, &args(64, 64, 1)) };
+        assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("at most five")), "{r:?}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::launch::LaunchShape;
 use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
 use hgemm_kernels::sched::StreamK;
-use hgemm_kernels::spec::{KernelSpec, Major};
+use hgemm_kernels::spec::{Grid, KernelSpec, Major};
 
 /// Storage order of a matrix in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -394,8 +394,10 @@ impl Refusal {
     }
 }
 
-/// Whether `spec` can compute `op`, and if not, why.
+/// Whether `spec` can compute `op`, and if not, why: `op`'s own checks first
+/// ([`GemmOp::validate`], buffers aside), then the kernel's.
 pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
+    op.validate(usize::MAX, usize::MAX, usize::MAX)?;
     match refusal(spec, &for_kernel(spec, op).0) {
         Some(r) => Err(Error::Unsupported { kernel: spec.name, reason: r.reason(spec) }),
         None => Ok(()),
@@ -410,7 +412,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     let op = &op;
     // Errors name the operands as the caller knows them.
     let (a, b, name_a, name_b) = if swapped { (b, a, "B", "A") } else { (a, b, "A", "B") };
-    let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { p };
+    let rank3 = |p: TensorMapParams| if spec.general { p.with_rank3() } else { Ok(p) };
     let batch = op.batch as u64;
     let (m, n, k) = (op.m as u64, op.n as u64, op.k as u64);
     // K = 0: the kernel reads neither A nor B; any valid map will do (the caller points them at
@@ -426,7 +428,6 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     };
     let map_a = |tile| operand(name_a, a, op.a_layout == Layout::RowMajor, m, op.lda, op.stride_a, tile);
     let map_b = |tile| operand(name_b, b, op.b_layout == Layout::ColMajor, n, op.ldb, op.stride_b, tile);
-    let (whole_a, whole_b) = (map_a(spec.a_box)?, map_b(spec.b_box)?);
     // C in memory: rows of its contiguous dimension (N, or M for a column-major C).
     let (c_rows, c_len) = match op.c_layout {
         Layout::RowMajor => (m, n),
@@ -439,20 +440,22 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         0 => c_len,
         cols => cols,
     };
+    // C first: with K = 0, A's and B's maps point at C, whose fault it then is.
     let map_c = match spec.c_box {
-        Some(c_box) => TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box)
-            .map_err(|e| Error::Unsupported {
-                kernel: spec.name,
-                reason: format!("its TMA-store epilogue cannot write this C: {e}"),
-            })?,
-        None => {
-            if !c.is_multiple_of(4) {
-                return Err(Error::Misaligned { operand: "C", address: c, align: 4 });
-            }
-            // Not read by direct-store kernels, but they take three maps all the same.
-            whole_a.clone()
-        }
+        Some(c_box) => Some(
+            TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(
+                |e| Error::Unsupported {
+                    kernel: spec.name,
+                    reason: format!("its TMA-store epilogue cannot write this C: {e}"),
+                },
+            )?,
+        ),
+        None if !c.is_multiple_of(4) => return Err(Error::Misaligned { operand: "C", address: c, align: 4 }),
+        None => None,
     };
+    let (whole_a, whole_b) = (map_a(spec.a_box)?, map_b(spec.b_box)?);
+    // Not read by direct-store kernels, but they take three maps all the same.
+    let map_c = map_c.unwrap_or_else(|| whole_a.clone());
     // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
     let args = GemmArgs {
         c,
@@ -466,7 +469,7 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     if spec.edge_maps {
         maps.extend([map_a(spec.a_edge_box(op.m as u32))?, map_b(spec.b_edge_box(op.n as u32))?]);
     }
-    Ok(Plan { maps: maps.into_iter().map(rank3).collect(), args })
+    Ok(Plan { maps: maps.into_iter().map(rank3).collect::<Result<_>>()?, args })
 }
 
 /// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
@@ -699,9 +702,10 @@ pub fn price<'a, 'b>(
         let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
         waves * between_tiles * area / (rate * side_by_side)
     };
-    // A call `validate` refuses whatever the buffers (or a device without SMs) has no kernel.
-    let valid = sms > 0 && op.validate(usize::MAX, usize::MAX, usize::MAX).is_ok();
-    kernels.filter(move |_| valid).filter_map(move |s| {
+    // A call `validate` refuses whatever the buffers, or one with nothing to compute, has no
+    // kernel; nor has a kernel whose cluster is larger than the device.
+    let valid = sms > 0 && op.validate(usize::MAX, usize::MAX, usize::MAX) == Ok(true);
+    kernels.filter(move |s| valid && s.cluster <= sms).filter_map(move |s| {
         let kop = for_kernel(s, op).0;
         if !s.general || refusal(s, &kop).is_some() {
             return None;
@@ -951,10 +955,23 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
 }
 
 /// The launch shape of `spec` for `op`, on a device that holds `max_clusters` of its clusters at
-/// once; [`Error::Unsupported`] where [`supports`] refuses the call (its tiles could then
-/// overflow the shape's arithmetic).
+/// once; an error where [`supports`] refuses the call (its tiles could then overflow the shape's
+/// arithmetic), where there is nothing to launch (M, N or the batch is 0), or where a persistent
+/// grid would get no cluster.
 pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<LaunchShape> {
     supports(spec, op)?;
+    if op.m == 0 || op.n == 0 || op.batch == 0 {
+        return Err(Error::InvalidShape(format!(
+            "nothing to launch: M = {}, N = {}, batch = {}",
+            op.m, op.n, op.batch
+        )));
+    }
+    if spec.grid == Grid::Persistent && max_clusters == 0 {
+        return Err(Error::Unsupported {
+            kernel: spec.name,
+            reason: format!("no cluster of {} CTAs fits on the device", spec.cluster),
+        });
+    }
     let (op, _) = for_kernel(spec, op);
     Ok(LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k))
 }
@@ -1260,6 +1277,43 @@ mod tests {
         let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3000).unwrap();
         assert_eq!(p.args.k, 0);
         assert_eq!(p.maps[0].address, 0x3000);
+        // A's and B's maps point at C then: a misaligned C is C's fault, named so.
+        let r = plan(&hopper::v7::SPEC, &op, 0x3008, 0x3008, 0x3008);
+        assert!(
+            matches!(&r, Err(Error::Unsupported { reason, .. }) if reason.contains("cannot write this C")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn offline_functions_refuse_what_gemm_refuses() {
+        let v7 = &hopper::v7::SPEC;
+        let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+        // Calls `validate` refuses are refused by `supports` and `shape` too, not cut to 32 bits.
+        for op in [
+            GemmOp::new(8192, 8192, (1 << 32) + 8192),
+            GemmOp::new((1 << 32) + 256, 8192, 8192),
+            GemmOp::new(8192, 8192, 12),
+            GemmOp::new(256, 256, 64).alpha(f32::NAN),
+        ] {
+            assert!(matches!(supports(v7, &op), Err(Error::InvalidShape(_))), "{op:?}");
+            assert!(matches!(shape(v7, &op, 66), Err(Error::InvalidShape(_))), "{op:?}");
+            assert_eq!(choose(kernels.iter().copied(), &op, 132).map(|s| s.name), None);
+        }
+        // Nothing to launch, and no kernel priced, for an empty call.
+        for op in [GemmOp::new(0, 128, 128), GemmOp::new(128, 0, 128), GemmOp::new(64, 64, 64).batched(0, 0, 0, 0)] {
+            assert!(matches!(shape(v7, &op, 66), Err(Error::InvalidShape(s)) if s.contains("nothing to launch")));
+            // (v0 refuses the batch of 0 as not native, before it finds nothing to launch.)
+            assert!(launch_offline(&hopper::v0::SPEC, &op, 132).is_err());
+            assert_eq!(price(kernels.iter().copied(), &op, 132).count(), 0);
+        }
+        // A device too small for a pair holds no pair's persistent grid; one-CTA entries remain.
+        let op = GemmOp::new(64, 4096, 4096);
+        assert!(
+            matches!(launch_offline(v7, &op, 1), Err(Error::Unsupported { reason, .. }) if reason.contains("no cluster"))
+        );
+        assert!(price(kernels.iter().copied(), &op, 1).all(|p| p.spec.cluster == 1));
+        assert_eq!(choose_offline(kernels.iter().copied(), &op, 1).map(|(s, l)| (s.cluster, l.grid)), Some((1, 1)));
     }
 
     #[test]

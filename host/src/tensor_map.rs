@@ -60,6 +60,12 @@ impl TensorMapParams {
             )));
         }
         // Dimensions up to 2^32 may be encoded, but the kernels' TMA coordinates are 32-bit signed.
+        // TMA describes no empty dimension (every extent is at least 1).
+        if rows == 0 || cols == 0 || batch == 0 {
+            return Err(Error::InvalidShape(format!(
+                "{operand} is empty ({rows} by {cols}, batch of {batch}): TMA needs every dimension at least 1"
+            )));
+        }
         if rows > i32::MAX as u64 || cols > i32::MAX as u64 || batch > i32::MAX as u64 {
             return Err(Error::InvalidShape(format!(
                 "{operand} has a dimension of 2^31 or more, beyond TMA's coordinates"
@@ -88,17 +94,24 @@ impl TensorMapParams {
     }
 
     /// The same map as rank 3 (a batch of one, if it was rank 2), for kernels whose TMA
-    /// instructions always name a batch coordinate.
-    pub fn with_rank3(self) -> TensorMapParams {
+    /// instructions always name a batch coordinate. The batch stride is then the whole matrix,
+    /// which TMA, too, must be able to stride: a matrix of 2^40 bytes or more is an error.
+    pub fn with_rank3(self) -> Result<TensorMapParams> {
         if self.rank == 3 {
-            return self;
+            return Ok(self);
         }
-        TensorMapParams {
+        let whole = self.strides[0].checked_mul(self.dims[1]).filter(|&s| s < 1 << 40).ok_or_else(|| {
+            Error::InvalidShape(format!(
+                "a matrix of {} rows {} bytes apart spans 2^40 bytes or more, beyond TMA's batch stride",
+                self.dims[1], self.strides[0]
+            ))
+        })?;
+        Ok(TensorMapParams {
             rank: 3,
             dims: [self.dims[0], self.dims[1], 1],
-            strides: [self.strides[0], self.strides[0] * self.dims[1]],
+            strides: [self.strides[0], whole],
             ..self
-        }
+        })
     }
 
     /// Encode with the driver.
@@ -173,8 +186,16 @@ mod tests {
 
     #[test]
     fn rank3_of_a_single_matrix_is_a_batch_of_one() {
-        let p = TensorMapParams::matrix("A", 0x1000, 100, 64, 72, 1, 0, A_BOX).unwrap().with_rank3();
+        let p = TensorMapParams::matrix("A", 0x1000, 100, 64, 72, 1, 0, A_BOX).unwrap().with_rank3().unwrap();
         assert_eq!((p.rank, p.dims, p.strides), (3, [64, 100, 1], [144, 144 * 100]));
+        // A matrix whose whole span TMA cannot stride: an error, not a wrapped or oversized stride.
+        for (rows, ld) in [(1 << 30, 1 << 38), (1 << 20, 1 << 20)] {
+            let r = TensorMapParams::matrix("A", 0x1000, rows, 64, ld, 1, 0, A_BOX).unwrap().with_rank3();
+            assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("2^40")), "{rows} rows {ld} apart: {r:?}");
+        }
+        assert!(
+            TensorMapParams::matrix("A", 0x1000, (1 << 19) - 1, 64, 1 << 20, 1, 0, A_BOX).unwrap().with_rank3().is_ok()
+        );
     }
 
     #[test]
@@ -208,6 +229,10 @@ mod tests {
             TensorMapParams::matrix("A", 0x1000, 1 << 33, 64, 64, 1, 0, A_BOX),
             Err(Error::InvalidShape(_))
         ));
+        for (rows, cols, batch) in [(0, 64, 1), (64, 0, 1), (64, 64, 0)] {
+            let r = TensorMapParams::matrix("A", 0x1000, rows, cols, 64, batch, 4096, A_BOX);
+            assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("empty")), "{rows}x{cols}x{batch}: {r:?}");
+        }
         // Boxes TMA cannot load: empty, past 256 elements, rows not a multiple of 16 bytes, or
         // rows past 128 bytes under the 128-byte swizzle.
         for (inner, outer, swizzle) in [

@@ -283,9 +283,13 @@ pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
 }
 
 /// The whole C buffer after `op`, in f64 on the CPU: `c` is its content before the call
-/// (padding and, with beta ≠ 0, the old values).
-pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) -> Vec<f64> {
+/// (padding and, with beta ≠ 0, the old values). The buffers are checked as `gemm` checks them
+/// ([`GemmOp::validate`]): too short a buffer is an error, not a panic.
+pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) -> Result<Vec<f64>> {
     let mut out: Vec<f64> = c.iter().map(|x| x.to_f64()).collect();
+    if !op.validate(a.len(), b.len(), c.len())? {
+        return Ok(out);
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(op.m.max(1));
     for z in 0..op.batch {
         let (a, b) = (&a[z * op.stride_a..], &b[z * op.stride_b..]);
@@ -317,7 +321,7 @@ pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) ->
             out[at_c] = op.alpha as f64 * v + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
         }
     }
-    out
+    Ok(out)
 }
 
 /// How far an output is from a reference.
@@ -336,10 +340,22 @@ impl Comparison {
     }
 }
 
-/// `out` against `reference`, element by element in the same order.
+/// `out` against `reference`, element by element in the same order. An element of either with no
+/// counterpart in the other (they differ in length) counts as non-finite, so that the comparison
+/// fails.
 pub fn compare(out: &[bf16], reference: impl IntoIterator<Item = f64>) -> Comparison {
     let (mut diff, mut norm, mut non_finite) = (0.0f64, 0.0f64, 0usize);
-    for (o, r) in out.iter().zip(reference) {
+    let (mut out, mut reference) = (out.iter(), reference.into_iter());
+    loop {
+        let (o, r) = match (out.next(), reference.next()) {
+            (Some(o), Some(r)) => (o, r),
+            (None, None) => break,
+            // Past the end of the shorter one.
+            _ => {
+                non_finite += 1;
+                continue;
+            }
+        };
         let o = o.to_f64();
         if !o.is_finite() {
             non_finite += 1;
@@ -413,7 +429,7 @@ pub fn check(
         let ha = stream.clone_dtoh(&a).map_err(drv("cuMemcpyDtoH"))?;
         let hb = stream.clone_dtoh(&b).map_err(drv("cuMemcpyDtoH"))?;
         // A dense C with beta = 0: its old content is not read.
-        Some(compare(&out[..m * n], cpu_reference_general(&op, &ha, &hb, &vec![bf16::ZERO; m * n])))
+        Some(compare(&out[..m * n], cpu_reference_general(&op, &ha, &hb, &vec![bf16::ZERO; m * n])?))
     } else {
         None
     };
@@ -619,7 +635,10 @@ pub fn check_op(
     blas.gemm(op, &a, &b, &mut reference)?;
     let out = host(&c)?;
     let reference = host(&reference)?;
-    let vs_cpu = before.map(|(ha, hb, hc)| compare(&out, cpu_reference_general(op, &ha, &hb, &hc)));
+    let vs_cpu = match before {
+        Some((ha, hb, hc)) => Some(compare(&out, cpu_reference_general(op, &ha, &hb, &hc)?)),
+        None => None,
+    };
     Ok((compare(&out, reference.iter().map(|x| x.to_f64())), vs_cpu))
 }
 
@@ -775,10 +794,20 @@ mod tests {
 
     #[test]
     fn cpu_reference_is_a_times_b_transposed() {
-        let a: Vec<bf16> = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
-        let b: Vec<bf16> = [1.0, 0.0, -1.0, 2.0, 1.0, 0.5].iter().map(|&x| bf16::from_f32(x)).collect(); // 2×3
+        // 2×8 each, K's last five columns zero.
+        let row = |v: [f32; 3]| v.into_iter().chain([0.0; 5]).map(bf16::from_f32);
+        let a: Vec<bf16> = row([1.0, 2.0, 3.0]).chain(row([4.0, 5.0, 6.0])).collect();
+        let b: Vec<bf16> = row([1.0, 0.0, -1.0]).chain(row([2.0, 1.0, 0.5])).collect();
         let c = vec![bf16::from_f32(f32::NAN); 4];
-        assert_eq!(cpu_reference_general(&GemmOp::new(2, 2, 3), &a, &b, &c), vec![-2.0, 5.5, -2.0, 16.0]);
+        assert_eq!(cpu_reference_general(&GemmOp::new(2, 2, 8), &a, &b, &c), Ok(vec![-2.0, 5.5, -2.0, 16.0]));
+        // Buffers too short for the call are an error, as in `gemm`, not an index out of bounds.
+        assert_eq!(
+            cpu_reference_general(&GemmOp::new(2, 2, 8), &a[..15], &b, &c),
+            Err(Error::BufferTooSmall { operand: "A", needed: 16, len: 15 })
+        );
+        assert!(matches!(cpu_reference_general(&GemmOp::new(2, 2, 3), &a, &b, &c), Err(Error::InvalidShape(_))));
+        // Nothing to compute: C as it was.
+        assert_eq!(cpu_reference_general(&GemmOp::new(0, 2, 8), &a, &b, &c[..0]), Ok(vec![]));
     }
 
     #[test]
@@ -795,6 +824,10 @@ mod tests {
         off[3] = bf16::from_f64(5.0);
         assert!((compare(&off, r).rel_error - (1.0f64 / 30.0).sqrt()).abs() < 1e-12);
         assert!(!compare(&off, r).passed());
+        // Lengths that differ fail, whichever side is longer.
+        let exact: Vec<bf16> = r.iter().map(|&x| bf16::from_f64(x)).collect();
+        assert_eq!(compare(&exact[..3], r), Comparison { rel_error: 0.0, non_finite: 1 });
+        assert_eq!(compare(&exact, r[..2].iter().copied()), Comparison { rel_error: 0.0, non_finite: 2 });
     }
 
     #[test]

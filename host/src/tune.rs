@@ -189,7 +189,8 @@ impl TuneTable {
     }
 
     fn same_device(&self, device: &str, sms: u32, family: Family) -> Result<()> {
-        if (device, sms, family) != (self.device.as_str(), self.sms, self.family) {
+        // Names compared without their edge whitespace, which the text's lines do not keep.
+        if (device.trim(), sms, family) != (self.device.trim(), self.sms, self.family) {
             return Err(Error::Tuning(format!(
                 "tuned on {device} ({sms} SMs, {}), not this {} ({} SMs, {}): what is fastest depends on the device",
                 family.name(),
@@ -633,6 +634,9 @@ mod tests {
         assert!(parse("hgemm tuning 2\n").contains("line 1"));
         let other = TuneTable::parse(&text, Family::Hopper, "NVIDIA H100 80GB HBM3", 132).unwrap_err().to_string();
         assert!(other.contains("NVIDIA H200") && other.contains("NVIDIA H100"), "{other}");
+        // A driver name with edge whitespace still reads back its own table.
+        let spaced = TuneTable::new(Family::Hopper, " NVIDIA H200 ", 132);
+        assert!(TuneTable::parse(&spaced.to_text(), Family::Hopper, " NVIDIA H200 ", 132).is_ok());
         let fewer = TuneTable::parse(&text, Family::Hopper, "NVIDIA H200", 114).unwrap_err().to_string();
         assert!(fewer.contains("114 SMs"), "{fewer}");
         let line = |l: &str| parse(&format!("{HEADER}\ndevice hopper 132 NVIDIA H200\n{l}\n"));

@@ -104,7 +104,7 @@ fn arbitrate(
     let (ha, hb, hc) = (host(&x.a.slice(..la))?, host(&x.b.slice(..lb))?, host(&x.c.slice(..lc))?);
     gemm.gemm_with(kernel, stream, op, &x.a.slice(..la), &x.b.slice(..lb), &mut x.c.slice_mut(..lc))?;
     let ours = host(&x.c.slice(..lc))?;
-    let exact = testing::cpu_reference_general(op, &ha, &hb, &hc);
+    let exact = testing::cpu_reference_general(op, &ha, &hb, &hc)?;
     // Only where the reference is finite: padding and guard stay poisoned (NaN) in both.
     let finite = |out: &[bf16]| {
         let (o, e): (Vec<bf16>, Vec<f64>) =
@@ -477,7 +477,7 @@ fn hopper_concurrent_streams_share_one_handle() {
     let gemm = open();
     let seed = seed();
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
-    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, iterations, |t, i, rng| {
+    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, iterations, Streams::New, |t, i, rng| {
         // Threads walk the kernels from different places, so different kernels run at once;
         // every fifth call lets the library choose.
         let kernel = kernels[(i + t * kernels.len() / THREADS) % kernels.len()];
@@ -512,13 +512,26 @@ fn hopper_concurrent_streams_share_one_handle() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_split_launches_on_concurrent_streams_finish() {
+    split_launches_at_once(Streams::New, "streams");
+}
+
+/// The same on the per-thread default stream: one handle (`CU_STREAM_PER_THREAD`) on every
+/// thread, but a stream of each thread's own, so the threads' split launches overlap and each
+/// thread needs a workspace of its own (they once shared the handle's).
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_split_launches_on_per_thread_streams_finish() {
+    split_launches_at_once(Streams::PerThread, "per-thread default streams");
+}
+
+fn split_launches_at_once(streams: Streams, what: &str) {
     const THREADS: usize = 3;
     // Each splits its last waves after whole ones (the waves that wait): 5, 1 and 14 of them.
     const SHAPES: [(usize, usize, usize); 3] = [(5000, 5000, 512), (3000, 3000, 1024), (8192, 8192, 1024)];
     let gemm = open();
     let seed = seed();
     let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
-    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, 2 * SHAPES.len(), |t, i, _| {
+    let outcomes = on_concurrent_streams(&gemm, seed, THREADS, 2 * SHAPES.len(), streams, |t, i, _| {
         let (m, n, k) = SHAPES[(i + t) % SHAPES.len()];
         (Some(v7), testing::op_for(v7, m, n, k))
     });
@@ -529,8 +542,45 @@ fn hopper_split_launches_on_concurrent_streams_finish() {
         println!("thread {t}: {:.1} ms", took.as_secs_f64() * 1e3);
     }
     let failed: Vec<&String> = outcomes.iter().flat_map(|o| &o.0).filter(|(ok, _)| !ok).map(|(_, l)| l).collect();
-    println!("reliability: split launches on {THREADS} streams at once: {} failed", failed.len());
+    println!("reliability: split launches on {THREADS} {what} at once: {} failed", failed.len());
     assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+}
+
+/// A stream's workspace, released, gives its device memory back, and the next split call on the
+/// stream gets a fresh one and is still right.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_released_workspaces_give_their_memory_back() {
+    let gemm = open();
+    let seed = seed();
+    let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
+    let op = testing::op_for(v7, 3000, 3000, 1024);
+    let stream = gemm.context().new_stream().expect("cuStreamCreate");
+    let blas = Cublas::new(&stream).expect("cublasCreate");
+    let free = || gemm.context().mem_get_info().expect("cuMemGetInfo").0 as i64;
+    // A stream that never split has nothing to release.
+    gemm.release_workspace(&stream).expect("release without a workspace");
+    let mut freed = Vec::new();
+    for round in 0..3 {
+        let c = concurrent_call(&gemm, &stream, &blas, Some(v7), &op, seed ^ round).expect("split call");
+        assert!(c.passed(), "round {round}: rel error {:.2e}, unwritten {}", c.rel_error(), c.unwritten);
+        let before = free();
+        gemm.release_workspace(&stream).expect("release");
+        freed.push(free() - before);
+        gemm.release_workspace(&stream).expect("a second release is a no-op");
+    }
+    let bytes = gemm.workspace_bytes() as i64;
+    println!("reliability: workspace release: {bytes} bytes a workspace, freed {freed:?} over three rounds");
+    // The driver hands memory back in pages of up to 2 MiB.
+    assert!(freed.iter().all(|&f| f >= bytes - (2 << 20)), "freed {freed:?} of {bytes}");
+}
+
+/// Which stream each thread of [`on_concurrent_streams`] runs on: one it creates, or its
+/// per-thread default stream.
+#[derive(Clone, Copy)]
+enum Streams {
+    New,
+    PerThread,
 }
 
 /// `calls` checked calls ([`concurrent_call`]) on each of `threads` threads sharing `gemm`, each
@@ -542,6 +592,7 @@ fn on_concurrent_streams<'k>(
     seed: u64,
     threads: usize,
     calls: usize,
+    streams: Streams,
     pick: impl Fn(usize, usize, &mut Rng) -> (Option<&'k KernelSpec>, GemmOp) + Sync,
 ) -> Vec<(Vec<(bool, String)>, std::time::Duration)> {
     let start = std::sync::Barrier::new(threads);
@@ -550,7 +601,10 @@ fn on_concurrent_streams<'k>(
             .map(|t| {
                 let (start, pick) = (&start, &pick);
                 s.spawn(move || {
-                    let stream = gemm.context().new_stream().expect("cuStreamCreate");
+                    let stream = match streams {
+                        Streams::New => gemm.context().new_stream().expect("cuStreamCreate"),
+                        Streams::PerThread => gemm.context().per_thread_stream(),
+                    };
                     let blas = Cublas::new(&stream).expect("cublasCreate");
                     let mut rng = Rng::new(seed ^ ((t as u64) << 40));
                     let mut lines = Vec::new();

@@ -7,7 +7,7 @@
 //! rows or batch entries, or the guard band after C, poisoned in both buffers before the call).
 
 use super::{TOLERANCE, drv};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gemm::Gemm;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
@@ -62,7 +62,8 @@ impl BufferComparison {
 
 /// Enqueue on `stream`: add the comparison of `out` with `reference` (the same length) to the
 /// [`BufferComparison::WORDS`] words at the start of `result`, which the caller zeroes before the
-/// first comparison it wants summed there. Nothing is copied to the host.
+/// first comparison it wants summed there. Nothing is copied to the host. Buffers of different
+/// lengths, or a `result` shorter than the words, are an error before anything is enqueued.
 pub fn compare_into<O, R, S>(
     gemm: &Gemm,
     stream: &Arc<CudaStream>,
@@ -75,8 +76,16 @@ where
     R: DevicePtr<bf16>,
     S: DevicePtrMut<u64>,
 {
-    assert_eq!(out.len(), reference.len(), "compared buffers differ in length");
-    assert!(result.len() >= BufferComparison::WORDS, "a comparison needs {} words", BufferComparison::WORDS);
+    if out.len() != reference.len() {
+        return Err(Error::InvalidShape(format!(
+            "compared buffers differ in length: {} and {} elements",
+            out.len(),
+            reference.len()
+        )));
+    }
+    if result.len() < BufferComparison::WORDS {
+        return Err(Error::BufferTooSmall { operand: "result", needed: BufferComparison::WORDS, len: result.len() });
+    }
     let len = out.len();
     let (po, _go) = out.device_ptr(stream);
     let (pr, _gr) = reference.device_ptr(stream);
@@ -113,8 +122,11 @@ where
 
 /// [`compare_into`]'s counts on the host, against an f64 reference in which NaN marks poison.
 pub fn compare_host(out: &[bf16], reference: &[f64]) -> BufferComparison {
-    assert_eq!(out.len(), reference.len(), "compared buffers differ in length");
     let mut c = BufferComparison::default();
+    // Lengths that differ fail: a reference element with no output is unwritten, an output
+    // element with no reference a stray write.
+    c.unwritten += reference.len().saturating_sub(out.len()) as u64;
+    c.stray += out.len().saturating_sub(reference.len()) as u64;
     for (o, &r) in out.iter().zip(reference) {
         let rounded = bf16::from_f64(r);
         c.bits_differ += (o.to_bits() != rounded.to_bits() && !(o.is_nan() && rounded.is_nan())) as u64;
@@ -151,6 +163,12 @@ mod tests {
         assert_eq!((c.unwritten, c.stray, c.bits_differ), (1, 1, 2));
         assert!(!c.passed());
         assert!((c.rel_error() - 0.0).abs() < 1e-12, "only elements finite in both are measured");
+
+        let c = compare_host(&exact[..3], &reference);
+        assert_eq!((c.unwritten, c.stray), (1, 0));
+        let c = compare_host(&exact, &reference[..2]);
+        assert_eq!((c.unwritten, c.stray), (0, 2));
+        assert!(!c.passed());
     }
 
     #[test]

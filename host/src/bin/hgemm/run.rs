@@ -113,7 +113,7 @@ fn check_case(
         }
         None => {
             let (ha, hb, hc) = (stream.clone_dtoh(&a)?, stream.clone_dtoh(&b)?, stream.clone_dtoh(&before)?);
-            let mut r = testing::cpu_reference_general(op, &ha, &hb, &hc[..lc]);
+            let mut r = testing::cpu_reference_general(op, &ha, &hb, &hc[..lc])?;
             r.extend(hc[lc..].iter().map(|x| x.to_f64()));
             r
         }
