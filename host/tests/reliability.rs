@@ -564,6 +564,9 @@ fn hopper_released_workspaces_give_their_memory_back() {
     for round in 0..3 {
         let c = concurrent_call(&gemm, &stream, &blas, Some(v7), &op, seed ^ round).expect("split call");
         assert!(c.passed(), "round {round}: rel error {:.2e}, unwritten {}", c.rel_error(), c.unwritten);
+        // The call's own buffers are freed in stream order: gone before the count, so that only
+        // the workspace is measured.
+        gemm.context().synchronize().expect("cuCtxSynchronize");
         let before = free();
         gemm.release_workspace(&stream).expect("release");
         freed.push(free() - before);
@@ -572,7 +575,7 @@ fn hopper_released_workspaces_give_their_memory_back() {
     let bytes = gemm.workspace_bytes() as i64;
     println!("reliability: workspace release: {bytes} bytes a workspace, freed {freed:?} over three rounds");
     // The driver hands memory back in pages of up to 2 MiB.
-    assert!(freed.iter().all(|&f| f >= bytes - (2 << 20)), "freed {freed:?} of {bytes}");
+    assert!(freed.iter().all(|&f| (bytes - (2 << 20)..=bytes + (4 << 20)).contains(&f)), "freed {freed:?} of {bytes}");
 }
 
 /// Which stream each thread of [`on_concurrent_streams`] runs on: one it creates, or its
