@@ -80,6 +80,9 @@ pub struct Gemm {
     /// one stream run one after another, on two streams they may overlap. Freed with the handle,
     /// or by [`Gemm::release_workspace`].
     workspaces: Mutex<HashMap<WorkspaceKey, u64>>,
+    /// Workspaces `release_workspace` took out of the map but could not wait for: freed with the
+    /// handle.
+    retired: Mutex<Vec<u64>>,
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
     tuning: RwLock<TuneTable>,
@@ -158,6 +161,7 @@ impl Gemm {
             kernels,
             workspace_bytes,
             workspaces: Mutex::new(HashMap::new()),
+            retired: Mutex::new(Vec::new()),
             tuning,
             module,
         })
@@ -396,10 +400,18 @@ impl Gemm {
             Prepared::Launch { kernel, func, shape, maps, args } => {
                 self.before_launch(Some(kernel.name))?;
                 let mut args = *args;
-                if let Some(sk) = shape.split {
-                    args.workspace = self.workspace(stream)?;
-                    (args.dp_units, args.share) = (sk.dp_units, sk.share);
-                }
+                // A split launch holds the workspaces' lock until it is enqueued, so that
+                // `release_workspace` finds every launch that uses a workspace already on its
+                // stream, which it then waits for.
+                let _workspaces = match shape.split {
+                    Some(sk) => {
+                        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+                        args.workspace = self.workspace(&mut map, stream)?;
+                        (args.dp_units, args.share) = (sk.dp_units, sk.share);
+                        Some(map)
+                    }
+                    None => None,
+                };
                 unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }
                     .map_err(|e| self.diagnose(e))
             }
@@ -408,8 +420,7 @@ impl Gemm {
 
     /// The device address of `stream`'s stream-K workspace, allocated (zeroed, in stream order)
     /// on its first split launch.
-    fn workspace(&self, stream: &CudaStream) -> Result<u64> {
-        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+    fn workspace(&self, map: &mut HashMap<WorkspaceKey, u64>, stream: &CudaStream) -> Result<u64> {
         // Keyed by the handle (and the thread, for the per-thread stream). A stream dropped while
         // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
         // stream given the same handle cannot overlap a launch that still uses this workspace.
@@ -418,7 +429,8 @@ impl Gemm {
             return Ok(ptr);
         }
         let bytes = self.workspace_bytes as usize;
-        // SAFETY: the context is current (before_launch); the memory is ours until Drop.
+        // SAFETY: the context is current (before_launch); the memory is ours until Drop or
+        // `release_workspace`.
         let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))?;
         // The flags must start at 0; zeroed in stream order, before the launch that needs them.
         if let Err(e) = unsafe { result::memset_d8_async(ptr, 0, bytes, stream.cu_stream()) } {
@@ -432,18 +444,27 @@ impl Gemm {
     /// Free `stream`'s stream-K workspace, if it has one, once the launches enqueued on it have
     /// finished (this synchronizes `stream`). Each stream that has run a call split by K keeps
     /// its workspace ([`Gemm::workspace_bytes`]) until the handle is dropped; a caller that makes
-    /// a stream per task calls this before dropping the stream. A later split call on the stream
-    /// allocates a fresh one. For the per-thread default stream, it frees the calling thread's.
+    /// a stream per task calls this before dropping the stream. A split call on the stream
+    /// meanwhile or later gets a fresh one. For the per-thread default stream it frees the
+    /// calling thread's: a thread that has run split calls there calls it before it ends, or its
+    /// workspace stays until the handle is dropped.
     pub fn release_workspace(&self, stream: &CudaStream) -> Result<()> {
-        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(&ptr) = map.get(&WorkspaceKey::of(stream)) else {
+        // Out of the map first: every launch that took this workspace was enqueued on `stream`
+        // under the lock, so the wait below covers them all, and later ones allocate anew.
+        let removed = self.workspaces.lock().unwrap_or_else(|p| p.into_inner()).remove(&WorkspaceKey::of(stream));
+        let Some(ptr) = removed else {
             return Ok(());
         };
-        // The lock is held across the wait, so that no call on this stream picks the workspace up
-        // meanwhile (other threads' split calls wait for it too: this is for a stream's teardown).
-        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        self.synchronize(stream)?;
-        map.remove(&WorkspaceKey::of(stream));
+        let waited = self
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
+            .and_then(|()| self.synchronize(stream));
+        if let Err(e) = waited {
+            // Launches may still use it: freed with the handle, after the context's wait.
+            self.retired.lock().unwrap_or_else(|p| p.into_inner()).push(ptr);
+            return Err(e);
+        }
         // SAFETY: allocated by `workspace` in this context; nothing enqueued on the stream is left.
         unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
     }
@@ -492,8 +513,9 @@ impl Gemm {
             // C = A·Bᵀ with an empty sum is zero, as in BLAS (only the dense native op gets here).
             return Ok(Prepared::Zero { ptr: pc, len: op.m * op.n });
         }
-        // With K = 0 the kernel reads neither A nor B: let their maps name C's valid memory.
-        let (pa, pb) = if op.k == 0 { (pc, pc) } else { (pa, pb) };
+        // With K = 0 the kernel reads neither A nor B: let their maps name C's memory, rounded
+        // down to the 16 bytes TMA wants (never read, so C's own alignment is C's check).
+        let (pa, pb) = if op.k == 0 { (pc & !15, pc & !15) } else { (pa, pb) };
         let plan = op::plan(spec, op, pa, pb, pc)?;
         Ok(Prepared::Launch {
             kernel: spec,
@@ -698,12 +720,13 @@ impl Gemm {
 impl Drop for Gemm {
     fn drop(&mut self) {
         let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
-        if map.is_empty() || self.ctx.bind_to_thread().is_err() {
+        let retired = self.retired.get_mut().unwrap_or_else(|p| p.into_inner());
+        if (map.is_empty() && retired.is_empty()) || self.ctx.bind_to_thread().is_err() {
             return;
         }
         // Launches still running may use the workspaces.
         let _ = self.ctx.synchronize();
-        for &ptr in map.values() {
+        for &ptr in map.values().chain(retired.iter()) {
             // SAFETY: allocated by `workspace` in this context, no longer used.
             let _ = unsafe { result::free_sync(ptr) };
         }

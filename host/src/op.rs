@@ -73,8 +73,9 @@ pub struct GemmOp {
     /// Elements between batch entries of C.
     pub stride_c: usize,
     /// Let a kernel with a stream-K schedule split tiles' K blocks across its workers when that
-    /// balances the last wave (on by default). Splitting takes a workspace per stream (about
-    /// 17 MiB on an H200, allocated by the first split call on that stream) and changes the
+    /// balances the last wave (on by default). Splitting takes a workspace per stream (per thread
+    /// on the per-thread default stream; about 17 MiB on an H200, allocated by the first split
+    /// call on that stream, freed with the handle or by `Gemm::release_workspace`) and changes the
     /// order in which a split tile's sums are added, not the result's determinism. A split launch
     /// also keeps its whole waves in step through a counter in that workspace: each wave waits
     /// until every worker has issued the one before, which needs the whole persistent grid
@@ -992,7 +993,8 @@ pub fn choose_offline<'a>(
 }
 
 /// The launch [`choose_offline`] works out for `spec`, however it was chosen; an error where
-/// `spec` does not support `op`.
+/// [`shape`] gives one (`spec` does not support `op`, nothing to launch, or fewer SMs than a
+/// cluster).
 pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> Result<LaunchShape> {
     shape(spec, op, sms / spec.cluster)
 }

@@ -350,10 +350,15 @@ pub fn compare(out: &[bf16], reference: impl IntoIterator<Item = f64>) -> Compar
         let (o, r) = match (out.next(), reference.next()) {
             (Some(o), Some(r)) => (o, r),
             (None, None) => break,
-            // Past the end of the shorter one.
-            _ => {
+            // Past the end of `reference`: each output element left over fails.
+            (Some(_), None) => {
                 non_finite += 1;
                 continue;
+            }
+            // Past the end of `out` (`reference` may be endless): failed already.
+            (None, Some(_)) => {
+                non_finite += 1;
+                break;
             }
         };
         let o = o.to_f64();
@@ -828,6 +833,7 @@ mod tests {
         let exact: Vec<bf16> = r.iter().map(|&x| bf16::from_f64(x)).collect();
         assert_eq!(compare(&exact[..3], r), Comparison { rel_error: 0.0, non_finite: 1 });
         assert_eq!(compare(&exact, r[..2].iter().copied()), Comparison { rel_error: 0.0, non_finite: 2 });
+        assert!(!compare(&exact, std::iter::repeat(1.0)).passed(), "an endless reference ends");
     }
 
     #[test]

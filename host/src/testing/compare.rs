@@ -127,6 +127,7 @@ pub fn compare_host(out: &[bf16], reference: &[f64]) -> BufferComparison {
     // element with no reference a stray write.
     c.unwritten += reference.len().saturating_sub(out.len()) as u64;
     c.stray += out.len().saturating_sub(reference.len()) as u64;
+    c.bits_differ += out.len().abs_diff(reference.len()) as u64;
     for (o, &r) in out.iter().zip(reference) {
         let rounded = bf16::from_f64(r);
         c.bits_differ += (o.to_bits() != rounded.to_bits() && !(o.is_nan() && rounded.is_nan())) as u64;
@@ -168,7 +169,7 @@ mod tests {
         assert_eq!((c.unwritten, c.stray), (1, 0));
         let c = compare_host(&exact, &reference[..2]);
         assert_eq!((c.unwritten, c.stray), (0, 2));
-        assert!(!c.passed());
+        assert!(!c.passed() && !c.identical());
     }
 
     #[test]
