@@ -256,6 +256,12 @@ impl GemmOp {
         Ok(true)
     }
 
+    /// [`validate`](Self::validate)'s checks of the call itself, for buffers of any length: what
+    /// planning, pricing and tuning check before any buffer exists.
+    pub fn validate_shape(&self) -> Result<bool> {
+        self.validate(usize::MAX, usize::MAX, usize::MAX)
+    }
+
     /// The same computation with C row-major: a column-major C is Cᵀ = Bᵀ·Aᵀ row-major, so the
     /// operands swap places and each one's storage order reads the other way round.
     pub(crate) fn row_major_c(&self) -> (GemmOp, bool) {
@@ -398,7 +404,12 @@ impl Refusal {
 /// Whether `spec` can compute `op`, and if not, why: `op`'s own checks first
 /// ([`GemmOp::validate`], buffers aside), then the kernel's.
 pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
-    op.validate(usize::MAX, usize::MAX, usize::MAX)?;
+    op.validate_shape()?;
+    kernel_accepts(spec, op)
+}
+
+/// The kernel's own checks of [`supports`], for a call whose shape is valid.
+fn kernel_accepts(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
     match refusal(spec, &for_kernel(spec, op).0) {
         Some(r) => Err(Error::Unsupported { kernel: spec.name, reason: r.reason(spec) }),
         None => Ok(()),
@@ -705,7 +716,7 @@ pub fn price<'a, 'b>(
     };
     // A call `validate` refuses whatever the buffers, or one with nothing to compute, has no
     // kernel; nor has a kernel whose cluster is larger than the device.
-    let valid = sms > 0 && op.validate(usize::MAX, usize::MAX, usize::MAX) == Ok(true);
+    let valid = sms > 0 && op.validate_shape() == Ok(true);
     kernels.filter(move |s| valid && s.cluster <= sms).filter_map(move |s| {
         let kop = for_kernel(s, op).0;
         if !s.general || refusal(s, &kop).is_some() {
@@ -960,13 +971,13 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
 /// arithmetic), where there is nothing to launch (M, N or the batch is 0), or where a persistent
 /// grid would get no cluster.
 pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<LaunchShape> {
-    supports(spec, op)?;
-    if op.m == 0 || op.n == 0 || op.batch == 0 {
+    if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!(
             "nothing to launch: M = {}, N = {}, batch = {}",
             op.m, op.n, op.batch
         )));
     }
+    kernel_accepts(spec, op)?;
     if spec.grid == Grid::Persistent && max_clusters == 0 {
         return Err(Error::Unsupported {
             kernel: spec.name,
@@ -1305,8 +1316,7 @@ mod tests {
         // Nothing to launch, and no kernel priced, for an empty call.
         for op in [GemmOp::new(0, 128, 128), GemmOp::new(128, 0, 128), GemmOp::new(64, 64, 64).batched(0, 0, 0, 0)] {
             assert!(matches!(shape(v7, &op, 66), Err(Error::InvalidShape(s)) if s.contains("nothing to launch")));
-            // (v0 refuses the batch of 0 as not native, before it finds nothing to launch.)
-            assert!(launch_offline(&hopper::v0::SPEC, &op, 132).is_err());
+            assert!(matches!(launch_offline(&hopper::v0::SPEC, &op, 132), Err(Error::InvalidShape(_))));
             assert_eq!(price(kernels.iter().copied(), &op, 132).count(), 0);
         }
         // A device too small for a pair holds no pair's persistent grid; one-CTA entries remain.

@@ -151,7 +151,7 @@ impl TuneTable {
     /// the batch zero or past 2^31 − 1) is an [`Error::Tuning`]: it would never be looked up.
     pub fn insert(&mut self, op: &GemmOp, choice: Choice) -> Result<()> {
         let key = shape(&TuneKey::of(op));
-        match op.validate(usize::MAX, usize::MAX, usize::MAX) {
+        match op.validate_shape() {
             Ok(true) => {}
             Ok(false) => return Err(Error::Tuning(format!("{key}: no call of this shape computes anything"))),
             Err(e) => return Err(Error::Tuning(format!("{key}: {e}"))),
@@ -431,7 +431,7 @@ pub fn candidates(
 /// Time `op`'s candidates on `gemm`'s device (see [`Gemm::tune_with`](crate::Gemm::tune_with)).
 pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
     // The shape's own checks, before any buffer is sized: the buffers are tuning's own, made to fit.
-    if !op.validate(usize::MAX, usize::MAX, usize::MAX)? {
+    if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));
     }
     let (la, lb, lc) = testing::lengths(op);

@@ -253,13 +253,12 @@ fn plan(args: &[String]) -> CliResult {
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
         let op = hgemm::GemmOp::new(m, n, k);
-        let (spec, rule) = hgemm::op::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| {
-            match op.validate(usize::MAX, usize::MAX, usize::MAX) {
+        let (spec, rule) =
+            hgemm::op::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
                 Err(e) => format!("{m}x{n}x{k}: {e}"),
                 Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
                 Ok(true) => format!("{m}x{n}x{k}: no Hopper kernel computes C = A·Bᵀ on {sms} SMs"),
-            }
-        })?;
+            })?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
