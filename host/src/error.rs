@@ -75,6 +75,8 @@ pub enum Error {
     /// A tuning table that does not fit this handle or does not parse, or tuning that found two
     /// kernels disagreeing, with the reason.
     Tuning(String),
+    /// A call that stream capture (CUDA graphs) does not allow, with the reason.
+    Graph(String),
     /// A barrier wait timed out in a kernel built with the `hang-guard` feature.
     Hang {
         /// The kernel.
@@ -112,6 +114,7 @@ impl fmt::Display for Error {
             Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
             Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
             Error::Tuning(why) => write!(f, "tuning: {why}"),
+            Error::Graph(why) => write!(f, "CUDA graph capture: {why}"),
             Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),
         }
     }

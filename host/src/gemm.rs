@@ -59,6 +59,46 @@ impl WorkspaceKey {
     }
 }
 
+/// A stream's stream-K workspace.
+struct StreamWorkspace {
+    ptr: u64,
+    /// A launch captured into a CUDA graph uses it: graphs hold its address, so it is never
+    /// freed before the handle.
+    captured: bool,
+}
+
+/// A `CUstream` created by the handle.
+struct SideStream(sys::CUstream);
+
+// SAFETY: a CUDA stream may be used from any thread (the driver API is thread-safe).
+unsafe impl Send for SideStream {}
+// SAFETY: as above; the handle only enqueues on it and waits for it.
+unsafe impl Sync for SideStream {}
+
+/// The calling thread in the `RELAXED` stream-capture mode until dropped, then back in its own
+/// (CUDA driver API, `cuThreadExchangeStreamCaptureMode`): while any thread captures a graph in
+/// the default (global) mode, every thread is refused `cuMemAlloc` and `cuMemFree`, which a
+/// workspace that outlives every graph replay may safely take.
+struct RelaxedCapture(sys::CUstreamCaptureMode);
+
+impl RelaxedCapture {
+    fn enter() -> Result<RelaxedCapture> {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: writes the thread's previous mode into `mode`.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+            .result()
+            .map_err(|e| Error::driver("cuThreadExchangeStreamCaptureMode", e))?;
+        Ok(RelaxedCapture(mode))
+    }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        // SAFETY: as in `enter`; restores the mode `enter` replaced.
+        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut self.0) };
+    }
+}
+
 /// A loaded kernel and what its launches need that does not change per call.
 struct Loaded {
     spec: &'static KernelSpec,
@@ -76,10 +116,13 @@ pub struct Gemm {
     kernels: Vec<Loaded>,
     /// Bytes of the stream-K workspace: enough for any kernel's largest grid.
     workspace_bytes: u64,
-    /// The device address of one workspace per stream that has run a split launch: launches on
-    /// one stream run one after another, on two streams they may overlap. Freed with the handle,
-    /// or by [`Gemm::release_workspace`].
-    workspaces: Mutex<HashMap<WorkspaceKey, u64>>,
+    /// One workspace per stream that has run a split launch: launches on one stream run one
+    /// after another, on two streams they may overlap. Freed with the handle, or by
+    /// [`Gemm::release_workspace`].
+    workspaces: Mutex<HashMap<WorkspaceKey, StreamWorkspace>>,
+    /// A stream of the handle's own, used for nothing but clearing new workspaces, so that no
+    /// caller's stream (or graph being captured from it) gets that step.
+    side: SideStream,
     /// Workspaces `release_workspace` took out of the map but could not wait for: freed with the
     /// handle.
     retired: Mutex<Vec<u64>>,
@@ -164,6 +207,11 @@ impl Gemm {
             retired: Mutex::new(Vec::new()),
             tuning,
             module,
+            // Last, so that no failure above leaves it behind.
+            side: SideStream(
+                result::stream::create(result::stream::StreamKind::NonBlocking)
+                    .map_err(|e| Error::driver("cuStreamCreate", e))?,
+            ),
         })
     }
 
@@ -243,7 +291,8 @@ impl Gemm {
 
     /// C = alpha·A·B + beta·C as `op` describes, enqueued on `stream`; the kernel is the fastest
     /// measured one of this device's family that reads A and B in `op`'s storage orders. Every
-    /// check runs before anything is enqueued; nothing synchronizes the host.
+    /// check runs before anything is enqueued; nothing synchronizes the host, except that a
+    /// stream's first call split by K waits for its new workspace to be cleared.
     pub fn gemm<A, B, C>(&self, stream: &CudaStream, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
     where
         A: DevicePtr<bf16>,
@@ -306,6 +355,11 @@ impl Gemm {
 
     /// [`Gemm::tune`] with other samples, candidates or threshold.
     pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
+        if self.capturing(stream)? {
+            return Err(Error::Graph(
+                "tuning times kernels and waits for them, which a stream being captured cannot".into(),
+            ));
+        }
         let tuning = tune::measure(self, stream, op, opts)?;
         self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, tuning.chosen)?;
         Ok(tuning)
@@ -418,26 +472,44 @@ impl Gemm {
         }
     }
 
-    /// The device address of `stream`'s stream-K workspace, allocated (zeroed, in stream order)
-    /// on its first split launch.
-    fn workspace(&self, map: &mut HashMap<WorkspaceKey, u64>, stream: &CudaStream) -> Result<u64> {
+    /// The device address of `stream`'s stream-K workspace, made on its first split launch
+    /// ([`Gemm::zeroed_workspace`]); marked as held by graphs when the launch is captured.
+    fn workspace(&self, map: &mut HashMap<WorkspaceKey, StreamWorkspace>, stream: &CudaStream) -> Result<u64> {
         // Keyed by the handle (and the thread, for the per-thread stream). A stream dropped while
         // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
         // stream given the same handle cannot overlap a launch that still uses this workspace.
         let key = WorkspaceKey::of(stream);
-        if let Some(&ptr) = map.get(&key) {
-            return Ok(ptr);
+        let captured = self.capturing(stream)?;
+        if let Some(w) = map.get_mut(&key) {
+            w.captured |= captured;
+            return Ok(w.ptr);
         }
+        let ptr = self.zeroed_workspace()?;
+        map.insert(key, StreamWorkspace { ptr, captured });
+        Ok(ptr)
+    }
+
+    /// A new workspace, its flags and counters at 0 before this returns. Neither step is
+    /// enqueued on the caller's stream, so a graph captured from it holds no allocation and no
+    /// clearing of 17 MiB before each replay (the kernels leave the workspace at 0 when they
+    /// finish).
+    fn zeroed_workspace(&self) -> Result<u64> {
         let bytes = self.workspace_bytes as usize;
+        let _relaxed = RelaxedCapture::enter()?;
         // SAFETY: the context is current (before_launch); the memory is ours until Drop or
         // `release_workspace`.
         let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))?;
-        // The flags must start at 0; zeroed in stream order, before the launch that needs them.
-        if let Err(e) = unsafe { result::memset_d8_async(ptr, 0, bytes, stream.cu_stream()) } {
+        // SAFETY: `ptr` holds `bytes`; the side stream is the handle's, and nothing else uses it.
+        let cleared = unsafe { result::memset_d8_async(ptr, 0, bytes, self.side.0) }
+            .map_err(|e| Error::driver("cuMemsetD8Async", e))
+            .and_then(|()| {
+                unsafe { result::stream::synchronize(self.side.0) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
+            });
+        if let Err(e) = cleared {
+            // SAFETY: allocated above; the clearing failed, so nothing uses it.
             let _ = unsafe { result::free_sync(ptr) };
-            return Err(Error::driver("cuMemsetD8Async", e));
+            return Err(e);
         }
-        map.insert(key, ptr);
         Ok(ptr)
     }
 
@@ -447,24 +519,37 @@ impl Gemm {
     /// a stream per task calls this before dropping the stream. A split call on the stream
     /// meanwhile or later gets a fresh one. For the per-thread default stream it frees the
     /// calling thread's: a thread that has run split calls there calls it before it ends, or its
-    /// workspace stays until the handle is dropped.
+    /// workspace stays until the handle is dropped. [`Error::Graph`] while the stream is being
+    /// captured, or once a split call has been captured from it (graphs hold the address).
     pub fn release_workspace(&self, stream: &CudaStream) -> Result<()> {
+        // Waiting for a stream is refused while it is captured, and would end the capture.
+        if self.capturing(stream)? {
+            return Err(Error::Graph(
+                "the stream is being captured into a graph: its workspace can only be released once the capture has ended".into(),
+            ));
+        }
         // Out of the map first: every launch that took this workspace was enqueued on `stream`
         // under the lock, so the wait below covers them all, and later ones allocate anew.
-        let removed = self.workspaces.lock().unwrap_or_else(|p| p.into_inner()).remove(&WorkspaceKey::of(stream));
-        let Some(ptr) = removed else {
-            return Ok(());
+        let ptr = {
+            let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+            let key = WorkspaceKey::of(stream);
+            match map.get(&key) {
+                None => return Ok(()),
+                Some(w) if w.captured => {
+                    return Err(Error::Graph(
+                        "graphs captured from this stream hold its stream-K workspace's address: it stays until the handle is dropped".into(),
+                    ));
+                }
+                Some(_) => map.remove(&key).expect("present").ptr,
+            }
         };
-        let waited = self
-            .ctx
-            .bind_to_thread()
-            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
-            .and_then(|()| self.synchronize(stream));
-        if let Err(e) = waited {
+        // (The context is current: `capturing` made it so.)
+        if let Err(e) = self.synchronize(stream) {
             // Launches may still use it: freed with the handle, after the context's wait.
             self.retired.lock().unwrap_or_else(|p| p.into_inner()).push(ptr);
             return Err(e);
         }
+        let _relaxed = RelaxedCapture::enter()?;
         // SAFETY: allocated by `workspace` in this context; nothing enqueued on the stream is left.
         unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
     }
@@ -476,6 +561,9 @@ impl Gemm {
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
+        // Encoding tensor maps needs a current context, which a thread that has not used this
+        // one (a worker of a pool, say) does not have.
+        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let (loaded, op) = match kernel {
             Some(k) => {
                 let l = self
@@ -564,6 +652,15 @@ impl Gemm {
             (Some(only), None) => only.spec.name,
             _ => last,
         }
+    }
+
+    /// Whether work enqueued on `stream` now is captured into a graph instead of run.
+    fn capturing(&self, stream: &CudaStream) -> Result<bool> {
+        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        // SAFETY: a query of a stream of this context.
+        let status = unsafe { result::stream::is_capturing(stream.cu_stream()) }
+            .map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
     /// Make this handle's context current on the calling thread (the raw launches below need it,
@@ -719,17 +816,22 @@ impl Gemm {
 
 impl Drop for Gemm {
     fn drop(&mut self) {
-        let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
-        let retired = self.retired.get_mut().unwrap_or_else(|p| p.into_inner());
-        if (map.is_empty() && retired.is_empty()) || self.ctx.bind_to_thread().is_err() {
+        if self.ctx.bind_to_thread().is_err() {
             return;
         }
-        // Launches still running may use the workspaces.
-        let _ = self.ctx.synchronize();
-        for &ptr in map.values().chain(retired.iter()) {
-            // SAFETY: allocated by `workspace` in this context, no longer used.
-            let _ = unsafe { result::free_sync(ptr) };
+        let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
+        let retired = self.retired.get_mut().unwrap_or_else(|p| p.into_inner());
+        if !map.is_empty() || !retired.is_empty() {
+            // Launches still running may use the workspaces.
+            let _ = self.ctx.synchronize();
+            let _relaxed = RelaxedCapture::enter();
+            for ptr in map.values().map(|w| w.ptr).chain(retired.iter().copied()) {
+                // SAFETY: allocated by `workspace` in this context, no longer used.
+                let _ = unsafe { result::free_sync(ptr) };
+            }
         }
+        // SAFETY: created in `new`; every clearing enqueued on it was waited for.
+        let _ = unsafe { result::stream::destroy(self.side.0) };
     }
 }
 

@@ -31,6 +31,15 @@
 //! the kernels it weighs for a call's shape on the caller's own device and runs the fastest for
 //! later calls of that shape ([`tune`]; the choices save and load as text).
 //!
+//! Calls may be captured into CUDA graphs (cudarc's `CudaStream::begin_capture`, in any capture
+//! mode) and replayed: a call enqueues one kernel and nothing else, and a stream's stream-K
+//! workspace, made on its first call split by K, is allocated and cleared outside the capture.
+//! A graph holding split calls uses the workspace of the stream it was captured from, so it is
+//! launched on that stream (cudarc's `CudaGraph::launch` does), and that workspace then stays
+//! until the handle is dropped ([`Gemm::release_workspace`] returns [`Error::Graph`]). With more
+//! than one stream, cudarc's event tracking makes the captured calls wait on events recorded
+//! outside the capture, which CUDA refuses: capture with it off (`disable_event_tracking`).
+//!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
 //! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
 //! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.

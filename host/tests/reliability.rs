@@ -1,5 +1,7 @@
 //! Reliability (issue 6): a seeded random-shape sweep against cuBLAS, bitwise determinism, a soak
-//! with flat device memory, and four threads sharing one handle. They need an H100/H200, so they
+//! with flat device memory, threads sharing one handle, stream-K workspaces per stream, calls
+//! captured into CUDA graphs, and calls from threads that never made the context current. They
+//! need an H100/H200, so they
 //! are ignored in the normal suite and run on the GPU machine with `--ignored`, one test per
 //! process (`scripts/device-reliability.sh`); without a GPU they fail, never skip.
 //!
@@ -662,4 +664,237 @@ fn concurrent_call(
     }
     blas.gemm(op, &a, &b, &mut reference.slice_mut(..lc))?;
     testing::compare_on_device(gemm, stream, &c, &reference)
+}
+
+/// The capture mode the tests below capture in: the default, which refuses `cuMemAlloc` on
+/// every thread while it lasts.
+const GLOBAL: cudarc::driver::sys::CUstreamCaptureMode =
+    cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/// Calls captured into a CUDA graph and replayed, as an inference server replays a step. The
+/// stream's first split calls are captured, so its workspace is made during the capture; the
+/// graph holds one kernel per call and nothing else, and runs three times on fresh inputs, each
+/// output against cuBLAS; a release of the workspace is refused during the capture (which stays
+/// valid) and after it, and an uncaptured split call on the stream shares the workspace.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_graph_replays_match_cublas() {
+    let gemm = open();
+    let seed = seed();
+    // SAFETY: every buffer here is used on the one stream it is allocated on. (cudarc's event
+    // tracking would make the captured calls wait on events recorded outside the capture,
+    // which a capture refuses.)
+    unsafe { gemm.context().disable_event_tracking() };
+    let stream = gemm.context().new_stream().expect("cuStreamCreate");
+    let blas = Cublas::new(&stream).expect("cublasCreate");
+    // Split by K (the last waves of stream-K, and every unit of spread thin tiles), whole, and
+    // with alpha and beta.
+    let ops = [
+        GemmOp::new(5000, 5000, 512),
+        GemmOp::new(32, 14336, 4096),
+        GemmOp::new(2048, 2048, 2048),
+        GemmOp::new(1000, 1496, 520).alpha(0.5).beta(-1.0),
+    ];
+    for op in &ops[..2] {
+        let spec = gemm.choose(op).expect("a kernel");
+        let shape = hgemm::op::launch_offline(spec, op, gemm.device().sms).expect("a launch");
+        assert!(shape.split.is_some_and(|sk| sk.splits()), "{} no longer splits", testing::describe(op));
+    }
+    let mut bufs: Vec<_> = ops
+        .iter()
+        .map(|op| {
+            let (la, lb, lc) = testing::lengths(op);
+            (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc + testing::GUARD_LEN))
+        })
+        .collect();
+
+    stream.begin_capture(GLOBAL).expect("cuStreamBeginCapture");
+    for (op, (a, b, c)) in ops.iter().zip(&mut bufs) {
+        let lc = testing::lengths(op).2;
+        gemm.gemm(&stream, op, a, b, &mut c.slice_mut(..lc)).expect("a captured call");
+    }
+    let during = gemm.release_workspace(&stream);
+    let graph = stream
+        .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
+        .expect("the capture stayed valid")
+        .expect("a graph");
+    assert!(matches!(during, Err(hgemm::Error::Graph(_))), "release during the capture: {during:?}");
+    let mut nodes = 0usize;
+    // SAFETY: counts the nodes of a graph that `graph` owns.
+    unsafe { cudarc::driver::sys::cuGraphGetNodes(graph.cu_graph(), std::ptr::null_mut(), &mut nodes) }
+        .result()
+        .expect("cuGraphGetNodes");
+    assert_eq!(nodes, ops.len(), "a kernel per call and nothing else in the graph");
+
+    let mut failed = Vec::new();
+    for round in 0..3u64 {
+        let mut refs = Vec::new();
+        for (i, (op, (a, b, c))) in ops.iter().zip(&mut bufs).enumerate() {
+            let s = seed ^ (round << 32) ^ i as u64;
+            fill_inputs(&gemm, &stream, op, s, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))
+                .expect("inputs");
+            refs.push(stream.clone_dtod(c).expect("cuMemcpyDtoD"));
+        }
+        graph.launch().expect("cuGraphLaunch");
+        for ((op, (a, b, c)), r) in ops.iter().zip(&bufs).zip(&mut refs) {
+            let lc = testing::lengths(op).2;
+            blas.gemm(op, a, b, &mut r.slice_mut(..lc)).expect("cuBLAS");
+            let cmp = testing::compare_on_device(&gemm, &stream, c, r).expect("comparison");
+            let line = format!(
+                "replay {round}: {}: rel error {:.2e}, unwritten {}, stray {}",
+                testing::describe(op),
+                cmp.rel_error(),
+                cmp.unwritten,
+                cmp.stray
+            );
+            println!("{line}");
+            if !cmp.passed() {
+                failed.push(line);
+            }
+        }
+    }
+    let eager = concurrent_call(&gemm, &stream, &blas, None, &ops[0], seed ^ 0xea9e).expect("an uncaptured split call");
+    assert!(eager.passed(), "uncaptured split call: rel error {:.2e}", eager.rel_error());
+    let after = gemm.release_workspace(&stream);
+    assert!(matches!(after, Err(hgemm::Error::Graph(_))), "release after the capture: {after:?}");
+    println!(
+        "reliability: graph replays: {} calls in one graph of {nodes} nodes, 3 replays, {} failed",
+        ops.len(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+}
+
+/// A stream's first split call, which makes its workspace, on one thread while another thread
+/// captures a graph in the global mode: the call runs right, and the capture stays valid and
+/// its graph runs right too. Neither thread has made the context current before its call.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_split_call_beside_a_global_capture() {
+    let gemm = open();
+    let seed = seed();
+    // SAFETY: each call's buffers are used on its own stream only.
+    unsafe { gemm.context().disable_event_tracking() };
+    // Made here, so that no thread waits at a barrier for one that panicked before it.
+    let mut eager = ReadyCall::new(&gemm, GemmOp::new(5000, 5000, 512), seed);
+    let mut captured = ReadyCall::new(&gemm, GemmOp::new(512, 512, 512), seed ^ 1);
+    let (began, called) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    let (ran, graph) = std::thread::scope(|s| {
+        let capturing = s.spawn(|| {
+            let call = captured
+                .stream
+                .begin_capture(GLOBAL)
+                .map_err(drv("cuStreamBeginCapture"))
+                .and_then(|()| captured.run(&gemm));
+            began.wait();
+            called.wait();
+            let graph = captured.stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0));
+            call?;
+            let graph = graph.map_err(drv("cuStreamEndCapture"))?.expect("a graph");
+            // (A graph stays on its thread: cudarc's is not `Send`.)
+            graph.launch().map_err(drv("cuGraphLaunch"))?;
+            captured.stream.synchronize().map_err(drv("cuStreamSynchronize"))
+        });
+        let running = s.spawn(|| {
+            began.wait();
+            let call = eager.run(&gemm);
+            called.wait();
+            call
+        });
+        (running.join().expect("the eager thread panicked"), capturing.join().expect("the capturing thread panicked"))
+    });
+    ran.expect("the split call during the capture");
+    graph.expect("the capture and its graph's launch");
+    let (eager, captured) = (eager.check(&gemm).expect("check"), captured.check(&gemm).expect("check"));
+    println!(
+        "reliability: split call beside a global capture: rel errors {:.2e} (split call), {:.2e} (graph)",
+        eager.rel_error(),
+        captured.rel_error()
+    );
+    assert!(eager.passed() && captured.passed(), "seed {seed}: {eager:?} {captured:?}");
+}
+
+/// Calls from a thread that has never made the context current (a worker of a pool), through
+/// `gemm` and through `prepare` and `launch_prepared`: once, encoding the tensor maps failed
+/// there with `CUDA_ERROR_INVALID_CONTEXT`.
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_calls_from_a_thread_without_the_context() {
+    let gemm = open();
+    let seed = seed();
+    // SAFETY: each call's buffers are used on its own stream only. (With cudarc's event
+    // tracking, its own waits made the context current on the worker before the calls did.)
+    unsafe { gemm.context().disable_event_tracking() };
+    let mut direct = ReadyCall::new(&gemm, GemmOp::new(2048, 4096, 1024), seed);
+    let mut prepared = ReadyCall::new(&gemm, GemmOp::new(5000, 5000, 512), seed ^ 1);
+    let (ran, launched) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let lc = testing::lengths(&prepared.op).2;
+            let p = gemm.prepare(
+                None,
+                &prepared.stream,
+                &prepared.op,
+                &prepared.a,
+                &prepared.b,
+                &mut prepared.c.slice_mut(..lc),
+            );
+            // SAFETY: prepared on these buffers, which outlive the launch, on this stream alone.
+            (direct.run(&gemm), p.and_then(|p| unsafe { gemm.launch_prepared(&p, &prepared.stream) }))
+        })
+        .join()
+        .expect("the worker panicked")
+    });
+    ran.expect("gemm from the worker");
+    launched.expect("prepare and launch_prepared from the worker");
+    let (direct, prepared) = (direct.check(&gemm).expect("check"), prepared.check(&gemm).expect("check"));
+    println!(
+        "reliability: calls from a thread without the context: rel errors {:.2e} (gemm), {:.2e} (prepared)",
+        direct.rel_error(),
+        prepared.rel_error()
+    );
+    assert!(direct.passed() && prepared.passed(), "seed {seed}: {direct:?} {prepared:?}");
+}
+
+/// One call's stream, cuBLAS handle and buffers with fresh inputs, all made before any capture
+/// begins (each allocates or synchronizes).
+struct ReadyCall {
+    op: GemmOp,
+    stream: Arc<CudaStream>,
+    blas: Cublas,
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    /// C and its guard, poisoned (random where beta ≠ 0), and a copy of it for cuBLAS.
+    c: CudaSlice<bf16>,
+    r: CudaSlice<bf16>,
+    slot: CudaSlice<u64>,
+}
+
+impl ReadyCall {
+    fn new(gemm: &Gemm, op: GemmOp, seed: u64) -> ReadyCall {
+        let stream = gemm.context().new_stream().expect("cuStreamCreate");
+        let blas = Cublas::new(&stream).expect("cublasCreate");
+        let (la, lb, lc) = testing::lengths(&op);
+        let (mut a, mut b, mut c) =
+            (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc + testing::GUARD_LEN));
+        fill_inputs(gemm, &stream, &op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))
+            .expect("inputs");
+        let r = stream.clone_dtod(&c).expect("cuMemcpyDtoD");
+        let slot = testing::comparison_slots(&stream, 1).expect("cuMemAlloc");
+        stream.synchronize().expect("cuStreamSynchronize");
+        ReadyCall { op, stream, blas, a, b, c, r, slot }
+    }
+
+    fn run(&mut self, gemm: &Gemm) -> hgemm::Result<()> {
+        let lc = testing::lengths(&self.op).2;
+        gemm.gemm(&self.stream, &self.op, &self.a, &self.b, &mut self.c.slice_mut(..lc))
+    }
+
+    /// cuBLAS's result beside the call's, compared on the device.
+    fn check(&mut self, gemm: &Gemm) -> hgemm::Result<BufferComparison> {
+        let lc = testing::lengths(&self.op).2;
+        self.blas.gemm(&self.op, &self.a, &self.b, &mut self.r.slice_mut(..lc))?;
+        self.stream.memset_zeros(&mut self.slot).map_err(drv("cuMemsetD8"))?;
+        testing::compare_into(gemm, &self.stream, &self.c, &self.r, &mut self.slot)?;
+        Ok(testing::read_comparisons(&self.stream, &self.slot)?[0])
+    }
 }
