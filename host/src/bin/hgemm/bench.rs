@@ -116,6 +116,9 @@ pub(crate) fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String
 }
 
 pub fn run(args: &[String]) -> CliResult {
+    if args.iter().any(|a| a == "--overhead") {
+        return crate::overhead::run(args);
+    }
     let gemm = open()?;
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream)?;

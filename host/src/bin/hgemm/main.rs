@@ -12,6 +12,7 @@
 //! ```
 mod bench;
 mod chart;
+mod overhead;
 mod run;
 
 use hgemm::testing::{self, Cublas};
@@ -24,6 +25,9 @@ const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | p
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--llm] [--kernels v0,...,auto,priced,whole,direct,ceiling,ceiling_lean,...] [--samples N]
          [--tuning F] [--force F] [--json F] [--csv F] [--svg F]
+  bench  --overhead [--shapes MxNxK,...] [--samples N]
+         (host µs to enqueue a call and GPU µs per call back to back, for cuBLAS, auto, a prepared launch
+          and a CUDA graph of auto's calls; default 16x4096x4096, 256x256x256, 2048x2048x512)
          (--tuning: load a table `hgemm tune --out` wrote, which `auto` then runs; priced: what auto's
           price picks, whatever is tuned; --force: lines `MxNxK KERNEL [split|whole]`, the entry `auto`
           runs for that plain call, and the shapes to run when none are named: a forced comparison
