@@ -111,6 +111,7 @@ for t in sweep:hopper_random_shape_sweep_matches_cublas:120 determinism:hopper_o
     per-thread-streams:hopper_split_launches_on_per_thread_streams_finish:45 \
     workspace-release:hopper_released_workspaces_give_their_memory_back:30 \
     graph-replays:hopper_graph_replays_match_cublas:30 \
+    graph-two-streams:hopper_graph_from_two_streams_beside_their_own_calls:30 \
     beside-a-capture:hopper_split_call_beside_a_global_capture:30 \
     thread-without-context:hopper_calls_from_a_thread_without_the_context:30; do
     IFS=: read -r label name limit <<<"$t"

@@ -43,28 +43,46 @@ pub enum Prepared {
 /// the thread. `CU_STREAM_PER_THREAD` (cudarc's `per_thread_stream`) is the one handle 0x2 on every
 /// thread, but a different stream on each, whose launches may overlap (CUDA Runtime API, "Stream
 /// synchronization behavior"); the legacy default stream (the null handle) is one stream for all.
+/// Launches captured into a graph have workspaces of their own, one per stream of the capture
+/// sequence (`capture`: its id): a graph's kernels run wherever and whenever it is launched, in
+/// no stream's order, so they may share a workspace with nothing but the launches captured
+/// beside them on the same stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct WorkspaceKey {
     stream: usize,
     thread: Option<std::thread::ThreadId>,
+    capture: Option<u64>,
 }
 
 impl WorkspaceKey {
     const PER_THREAD: usize = 0x2;
 
-    fn of(stream: &CudaStream) -> WorkspaceKey {
+    fn of(stream: &CudaStream, capture: Option<u64>) -> WorkspaceKey {
         let stream = stream.cu_stream() as usize;
         let thread = (stream == Self::PER_THREAD).then(|| std::thread::current().id());
-        WorkspaceKey { stream, thread }
+        WorkspaceKey { stream, thread, capture }
     }
 }
 
-/// A stream's stream-K workspace.
-struct StreamWorkspace {
+/// Workspaces whose graphs are gone: the destructor of the CUDA user object each graph holds
+/// ([`release_from_graph`]) puts the address here, and the handle frees it at its next chance
+/// ([`Gemm::free_released`]), since the destructor may not call CUDA.
+type Released = Arc<Mutex<Vec<u64>>>;
+
+/// What a graph's user object holds: a workspace, and where to put it when the graph is gone.
+struct GraphHold {
     ptr: u64,
-    /// A launch captured into a CUDA graph uses it: graphs hold its address, so it is never
-    /// freed before the handle.
-    captured: bool,
+    released: Released,
+}
+
+/// The destructor of a graph's user object: CUDA runs it once the graph (and every executable
+/// graph made from it) is destroyed and their pending launches have completed (CUDA C++
+/// Programming Guide, "Graph User Objects"), on a thread of its own.
+unsafe extern "C" fn release_from_graph(hold: *mut std::ffi::c_void) {
+    // SAFETY: `hold` is the `Box<GraphHold>` that `Gemm::hold_in_graph` gave the user object,
+    // whose destructor runs once.
+    let hold = unsafe { Box::from_raw(hold as *mut GraphHold) };
+    hold.released.lock().unwrap_or_else(|p| p.into_inner()).push(hold.ptr);
 }
 
 /// A `CUstream` created by the handle.
@@ -99,6 +117,16 @@ impl Drop for RelaxedCapture {
     }
 }
 
+/// A stream's capture state (`cuStreamGetCaptureInfo`).
+struct Capture {
+    status: sys::CUstreamCaptureStatus,
+    /// The capture sequence's id, unique in the process, and the graph it captures into.
+    id: u64,
+    graph: sys::CUgraph,
+    /// Work enqueued now goes into `graph` (an invalidated capture takes none).
+    active: bool,
+}
+
 /// A loaded kernel and what its launches need that does not change per call.
 struct Loaded {
     spec: &'static KernelSpec,
@@ -116,15 +144,18 @@ pub struct Gemm {
     kernels: Vec<Loaded>,
     /// Bytes of the stream-K workspace: enough for any kernel's largest grid.
     workspace_bytes: u64,
-    /// One workspace per stream that has run a split launch: launches on one stream run one
-    /// after another, on two streams they may overlap. Freed with the handle, or by
-    /// [`Gemm::release_workspace`].
-    workspaces: Mutex<HashMap<WorkspaceKey, StreamWorkspace>>,
+    /// One workspace per stream that has run a split launch, and per stream of a capture
+    /// sequence that has captured one: launches on one stream run one after another, on two
+    /// streams they may overlap. A stream's own is freed with the handle or by
+    /// [`Gemm::release_workspace`]; a capture's is held by its graph ([`GraphHold`]).
+    workspaces: Mutex<HashMap<WorkspaceKey, u64>>,
+    /// Captures' workspaces whose graphs are gone, to be freed.
+    released: Released,
     /// A stream of the handle's own, used for nothing but clearing new workspaces, so that no
     /// caller's stream (or graph being captured from it) gets that step.
     side: SideStream,
-    /// Workspaces `release_workspace` took out of the map but could not wait for: freed with the
-    /// handle.
+    /// Workspaces freed only with the handle: those `release_workspace` took out of the map but
+    /// could not wait for or free, and those a graph could not be given.
     retired: Mutex<Vec<u64>>,
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
@@ -204,6 +235,7 @@ impl Gemm {
             kernels,
             workspace_bytes,
             workspaces: Mutex::new(HashMap::new()),
+            released: Arc::new(Mutex::new(Vec::new())),
             retired: Mutex::new(Vec::new()),
             tuning,
             module,
@@ -355,7 +387,7 @@ impl Gemm {
 
     /// [`Gemm::tune`] with other samples, candidates or threshold.
     pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
-        if self.capturing(stream)? {
+        if self.capture(stream)?.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             return Err(Error::Graph(
                 "tuning times kernels and waits for them, which a stream being captured cannot".into(),
             ));
@@ -472,20 +504,25 @@ impl Gemm {
         }
     }
 
-    /// The device address of `stream`'s stream-K workspace, made on its first split launch
-    /// ([`Gemm::zeroed_workspace`]); marked as held by graphs when the launch is captured.
-    fn workspace(&self, map: &mut HashMap<WorkspaceKey, StreamWorkspace>, stream: &CudaStream) -> Result<u64> {
+    /// The device address of the stream-K workspace for a split launch enqueued on `stream`
+    /// now: the stream's own, or, while the stream is being captured, one for this stream of the
+    /// capture sequence, which its graph holds ([`Gemm::hold_in_graph`]). Either is made on its
+    /// first split launch ([`Gemm::zeroed_workspace`]).
+    fn workspace(&self, map: &mut HashMap<WorkspaceKey, u64>, stream: &CudaStream) -> Result<u64> {
         // Keyed by the handle (and the thread, for the per-thread stream). A stream dropped while
         // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
         // stream given the same handle cannot overlap a launch that still uses this workspace.
-        let key = WorkspaceKey::of(stream);
-        let captured = self.capturing(stream)?;
-        if let Some(w) = map.get_mut(&key) {
-            w.captured |= captured;
-            return Ok(w.ptr);
+        let capture = self.capture(stream)?;
+        let key = WorkspaceKey::of(stream, capture.active.then_some(capture.id));
+        if let Some(&ptr) = map.get(&key) {
+            return Ok(ptr);
         }
+        self.free_released(map);
         let ptr = self.zeroed_workspace()?;
-        map.insert(key, StreamWorkspace { ptr, captured });
+        if capture.active {
+            self.hold_in_graph(capture.graph, ptr)?;
+        }
+        map.insert(key, ptr);
         Ok(ptr)
     }
 
@@ -496,10 +533,11 @@ impl Gemm {
     fn zeroed_workspace(&self) -> Result<u64> {
         let bytes = self.workspace_bytes as usize;
         let _relaxed = RelaxedCapture::enter()?;
-        // SAFETY: the context is current (before_launch); the memory is ours until Drop or
-        // `release_workspace`.
-        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| Error::driver("cuMemAlloc", e))?;
-        // SAFETY: `ptr` holds `bytes`; the side stream is the handle's, and nothing else uses it.
+        // SAFETY: the context is current (before_launch); the memory is ours until Drop,
+        // `release_workspace` or the end of the graph that holds it.
+        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| self.diagnose(Error::driver("cuMemAlloc", e)))?;
+        // SAFETY: `ptr` holds `bytes`; the side stream is the handle's, and only this function
+        // uses it, under the workspaces' lock.
         let cleared = unsafe { result::memset_d8_async(ptr, 0, bytes, self.side.0) }
             .map_err(|e| Error::driver("cuMemsetD8Async", e))
             .and_then(|()| {
@@ -508,48 +546,88 @@ impl Gemm {
         if let Err(e) = cleared {
             // SAFETY: allocated above; the clearing failed, so nothing uses it.
             let _ = unsafe { result::free_sync(ptr) };
-            return Err(e);
+            return Err(self.diagnose(e));
         }
         Ok(ptr)
     }
 
+    /// Give the graph being captured a CUDA user object that holds workspace `ptr`: when the
+    /// graph is gone, the workspace goes to [`Gemm::free_released`]. On an error the workspace
+    /// is freed (or, once the user object exists, released through it).
+    fn hold_in_graph(&self, graph: sys::CUgraph, ptr: u64) -> Result<()> {
+        let hold = Box::into_raw(Box::new(GraphHold { ptr, released: self.released.clone() }));
+        let mut object = std::ptr::null_mut();
+        let flags = sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32;
+        // SAFETY: the destructor takes back `hold`; CUDA requires the flag given.
+        let created =
+            unsafe { sys::cuUserObjectCreate(&mut object, hold as *mut _, Some(release_from_graph), 1, flags) };
+        if let Err(e) = created.result() {
+            // SAFETY: the user object was not made, so `hold` is still ours; nothing uses `ptr`.
+            drop(unsafe { Box::from_raw(hold) });
+            let _relaxed = RelaxedCapture::enter();
+            let _ = unsafe { result::free_sync(ptr) };
+            return Err(Error::driver("cuUserObjectCreate", e));
+        }
+        // The one reference moves to the graph (and from it to each executable graph made of it).
+        let moved = sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE as u32;
+        // SAFETY: `graph` is the graph being captured, to which CUDA allows adding user objects.
+        if let Err(e) = unsafe { sys::cuGraphRetainUserObject(graph, object, 1, moved) }.result() {
+            // The reference is still ours: releasing it runs the destructor, which releases `ptr`.
+            // SAFETY: the one reference `cuUserObjectCreate` gave us.
+            let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
+            return Err(Error::driver("cuGraphRetainUserObject", e));
+        }
+        Ok(())
+    }
+
+    /// Free the workspaces of graphs that are gone (their launches have completed), and forget
+    /// their captures' entries.
+    fn free_released(&self, map: &mut HashMap<WorkspaceKey, u64>) {
+        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(|p| p.into_inner()));
+        if released.is_empty() {
+            return;
+        }
+        map.retain(|key, ptr| key.capture.is_none() || !released.contains(ptr));
+        let _relaxed = RelaxedCapture::enter();
+        for ptr in released {
+            // SAFETY: allocated by `zeroed_workspace`; its graph and the graph's launches are done.
+            let _ = unsafe { result::free_sync(ptr) };
+        }
+    }
+
     /// Free `stream`'s stream-K workspace, if it has one, once the launches enqueued on it have
-    /// finished (this synchronizes `stream`). Each stream that has run a call split by K keeps
-    /// its workspace ([`Gemm::workspace_bytes`]) until the handle is dropped; a caller that makes
-    /// a stream per task calls this before dropping the stream. A split call on the stream
-    /// meanwhile or later gets a fresh one. For the per-thread default stream it frees the
-    /// calling thread's: a thread that has run split calls there calls it before it ends, or its
-    /// workspace stays until the handle is dropped. [`Error::Graph`] while the stream is being
-    /// captured, or once a split call has been captured from it (graphs hold the address).
+    /// finished (this synchronizes `stream`), and the workspaces of graphs destroyed since the
+    /// last such chance. Each stream that has run a call split by K keeps its workspace
+    /// ([`Gemm::workspace_bytes`]) until the handle is dropped; a caller that makes a stream per
+    /// task calls this before dropping the stream. A split call on the stream meanwhile or later
+    /// gets a fresh one. For the per-thread default stream it frees the calling thread's: a thread
+    /// that has run split calls there calls it before it ends, or its workspace stays until the
+    /// handle is dropped. Graphs hold workspaces of their own (freed when the graph is destroyed),
+    /// not the stream's. [`Error::Graph`] while `stream` is being captured, which a wait for it
+    /// would invalidate.
     pub fn release_workspace(&self, stream: &CudaStream) -> Result<()> {
-        // Waiting for a stream is refused while it is captured, and would end the capture.
-        if self.capturing(stream)? {
+        if self.capture(stream)?.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             return Err(Error::Graph(
                 "the stream is being captured into a graph: its workspace can only be released once the capture has ended".into(),
             ));
         }
         // Out of the map first: every launch that took this workspace was enqueued on `stream`
         // under the lock, so the wait below covers them all, and later ones allocate anew.
-        let ptr = {
+        let removed = {
             let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-            let key = WorkspaceKey::of(stream);
-            match map.get(&key) {
-                None => return Ok(()),
-                Some(w) if w.captured => {
-                    return Err(Error::Graph(
-                        "graphs captured from this stream hold its stream-K workspace's address: it stays until the handle is dropped".into(),
-                    ));
-                }
-                Some(_) => map.remove(&key).expect("present").ptr,
-            }
+            self.free_released(&mut map);
+            map.remove(&WorkspaceKey::of(stream, None))
         };
-        // (The context is current: `capturing` made it so.)
+        let Some(ptr) = removed else {
+            return Ok(());
+        };
+        // (The context is current: `capture` made it so.)
         if let Err(e) = self.synchronize(stream) {
             // Launches may still use it: freed with the handle, after the context's wait.
             self.retired.lock().unwrap_or_else(|p| p.into_inner()).push(ptr);
             return Err(e);
         }
-        let _relaxed = RelaxedCapture::enter()?;
+        let _relaxed = RelaxedCapture::enter();
         // SAFETY: allocated by `workspace` in this context; nothing enqueued on the stream is left.
         unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
     }
@@ -563,7 +641,7 @@ impl Gemm {
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
         // Encoding tensor maps needs a current context, which a thread that has not used this
         // one (a worker of a pool, say) does not have.
-        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
         let (loaded, op) = match kernel {
             Some(k) => {
                 let l = self
@@ -654,13 +732,40 @@ impl Gemm {
         }
     }
 
-    /// Whether work enqueued on `stream` now is captured into a graph instead of run.
-    fn capturing(&self, stream: &CudaStream) -> Result<bool> {
-        self.ctx.bind_to_thread().map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        // SAFETY: a query of a stream of this context.
-        let status = unsafe { result::stream::is_capturing(stream.cu_stream()) }
-            .map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
-        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    /// Whether work enqueued on `stream` now is captured into a graph, and into which.
+    fn capture(&self, stream: &CudaStream) -> Result<Capture> {
+        self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
+        let mut c = Capture {
+            status: sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+            id: 0,
+            graph: std::ptr::null_mut(),
+            active: false,
+        };
+        // SAFETY: a query of a stream of this context; the dependencies and edges are not asked for.
+        let queried = unsafe {
+            sys::cuStreamGetCaptureInfo_v3(
+                stream.cu_stream(),
+                &mut c.status,
+                &mut c.id,
+                &mut c.graph,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        match queried {
+            sys::CUresult::CUDA_SUCCESS => {}
+            // The legacy default stream, while a stream that synchronizes with it is captured.
+            sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
+                return Err(Error::Graph(
+                    "the legacy default stream cannot be used while another stream of the context is being captured"
+                        .into(),
+                ));
+            }
+            e => return Err(self.diagnose(Error::driver("cuStreamGetCaptureInfo", e.result().unwrap_err()))),
+        }
+        c.active = c.status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        Ok(c)
     }
 
     /// Make this handle's context current on the calling thread (the raw launches below need it,
@@ -821,12 +926,16 @@ impl Drop for Gemm {
         }
         let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
         let retired = self.retired.get_mut().unwrap_or_else(|p| p.into_inner());
-        if !map.is_empty() || !retired.is_empty() {
-            // Launches still running may use the workspaces.
-            let _ = self.ctx.synchronize();
+        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(|p| p.into_inner()));
+        // Each once: a released workspace may still have its capture's entry.
+        let all: std::collections::BTreeSet<u64> =
+            map.values().chain(retired.iter()).chain(released.iter()).copied().collect();
+        // Launches still running may use the workspaces; if the wait fails they are left alone.
+        if !all.is_empty() && self.ctx.synchronize().is_ok() {
             let _relaxed = RelaxedCapture::enter();
-            for ptr in map.values().map(|w| w.ptr).chain(retired.iter().copied()) {
-                // SAFETY: allocated by `workspace` in this context, no longer used.
+            for ptr in all {
+                // SAFETY: allocated by `zeroed_workspace` in this context, no longer used (a
+                // graph still holding one is not launched after the handle is gone).
                 let _ = unsafe { result::free_sync(ptr) };
             }
         }

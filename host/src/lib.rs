@@ -32,13 +32,16 @@
 //! later calls of that shape ([`tune`]; the choices save and load as text).
 //!
 //! Calls may be captured into CUDA graphs (cudarc's `CudaStream::begin_capture`, in any capture
-//! mode) and replayed: a call enqueues one kernel and nothing else, and a stream's stream-K
-//! workspace, made on its first call split by K, is allocated and cleared outside the capture.
-//! A graph holding split calls uses the workspace of the stream it was captured from, so it is
-//! launched on that stream (cudarc's `CudaGraph::launch` does), and that workspace then stays
-//! until the handle is dropped ([`Gemm::release_workspace`] returns [`Error::Graph`]). With more
-//! than one stream, cudarc's event tracking makes the captured calls wait on events recorded
-//! outside the capture, which CUDA refuses: capture with it off (`disable_event_tracking`).
+//! mode, on one stream or several) and replayed on any stream: a call enqueues one kernel and
+//! nothing else. Split calls in a capture get stream-K workspaces of the graph's own, one per
+//! stream of the capture, allocated and cleared outside it and held by the graph (a CUDA user
+//! object), so replays share them with no other launch; they are freed once the graph is
+//! destroyed and its launches have finished, at the handle's next chance (a new workspace or
+//! [`Gemm::release_workspace`]). Two executable graphs instantiated from one captured graph share
+//! its workspaces, so they do not run at once, and no graph of the handle's calls is launched
+//! after the handle is dropped. With more than one stream, cudarc's event tracking makes
+//! captured calls wait on events recorded outside the capture, which CUDA refuses: capture with
+//! it off (`disable_event_tracking`).
 //!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
 //! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |

@@ -185,8 +185,14 @@ impl Cublas {
             beta: bf16::ZERO,
             ldc: n as i32,
         };
+        self.bind()?;
         // SAFETY: the buffers hold M×K, N×K and M×N elements (callers allocate them so).
         unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(|e| Error::Cublas(format!("{e:?}")))
+    }
+
+    /// cuBLAS works in the calling thread's current context, which may not be this handle's.
+    fn bind(&self) -> Result<()> {
+        self.stream.context().bind_to_thread().map_err(drv("cuCtxSetCurrent"))
     }
 }
 
@@ -201,6 +207,7 @@ impl Cublas {
         C: DevicePtrMut<bf16>,
     {
         use blas_sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        self.bind()?;
         let stream = &self.stream;
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);

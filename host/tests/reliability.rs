@@ -672,10 +672,11 @@ const GLOBAL: cudarc::driver::sys::CUstreamCaptureMode =
     cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 /// Calls captured into a CUDA graph and replayed, as an inference server replays a step. The
-/// stream's first split calls are captured, so its workspace is made during the capture; the
-/// graph holds one kernel per call and nothing else, and runs three times on fresh inputs, each
-/// output against cuBLAS; a release of the workspace is refused during the capture (which stays
-/// valid) and after it, and an uncaptured split call on the stream shares the workspace.
+/// stream has run a split call before, so it has a workspace of its own; the graph's split calls
+/// get one of the graph's, made during the capture. The graph holds one kernel per call and
+/// nothing else, and runs three times on fresh inputs, each output against cuBLAS. A release of
+/// the stream's workspace is refused during the capture (which stays valid) and frees it after,
+/// replays still right; once the graph is destroyed, its workspace's memory comes back.
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_graph_replays_match_cublas() {
@@ -696,9 +697,7 @@ fn hopper_graph_replays_match_cublas() {
         GemmOp::new(1000, 1496, 520).alpha(0.5).beta(-1.0),
     ];
     for op in &ops[..2] {
-        let spec = gemm.choose(op).expect("a kernel");
-        let shape = hgemm::op::launch_offline(spec, op, gemm.device().sms).expect("a launch");
-        assert!(shape.split.is_some_and(|sk| sk.splits()), "{} no longer splits", testing::describe(op));
+        assert_splits(&gemm, op);
     }
     let mut bufs: Vec<_> = ops
         .iter()
@@ -707,6 +706,16 @@ fn hopper_graph_replays_match_cublas() {
             (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc + testing::GUARD_LEN))
         })
         .collect();
+    let eager = |s| {
+        let c = concurrent_call(&gemm, &stream, &blas, None, &ops[0], s).expect("an uncaptured split call");
+        assert!(c.passed(), "uncaptured split call: rel error {:.2e}", c.rel_error());
+    };
+    eager(seed ^ 0xea9e);
+    let free = || {
+        gemm.context().synchronize().expect("cuCtxSynchronize");
+        gemm.context().mem_get_info().expect("cuMemGetInfo").0 as i64
+    };
+    let before_capture = free();
 
     stream.begin_capture(GLOBAL).expect("cuStreamBeginCapture");
     for (op, (a, b, c)) in ops.iter().zip(&mut bufs) {
@@ -725,6 +734,8 @@ fn hopper_graph_replays_match_cublas() {
         .result()
         .expect("cuGraphGetNodes");
     assert_eq!(nodes, ops.len(), "a kernel per call and nothing else in the graph");
+    let graph_bytes = before_capture - free();
+    gemm.release_workspace(&stream).expect("the stream's own workspace, after the capture");
 
     let mut failed = Vec::new();
     for round in 0..3u64 {
@@ -736,6 +747,10 @@ fn hopper_graph_replays_match_cublas() {
             refs.push(stream.clone_dtod(c).expect("cuMemcpyDtoD"));
         }
         graph.launch().expect("cuGraphLaunch");
+        // The stream's next split call gets a new workspace of its own, beside the graph's.
+        if round == 1 {
+            eager(seed ^ 0xea9f);
+        }
         for ((op, (a, b, c)), r) in ops.iter().zip(&bufs).zip(&mut refs) {
             let lc = testing::lengths(op).2;
             blas.gemm(op, a, b, &mut r.slice_mut(..lc)).expect("cuBLAS");
@@ -753,21 +768,102 @@ fn hopper_graph_replays_match_cublas() {
             }
         }
     }
-    let eager = concurrent_call(&gemm, &stream, &blas, None, &ops[0], seed ^ 0xea9e).expect("an uncaptured split call");
-    assert!(eager.passed(), "uncaptured split call: rel error {:.2e}", eager.rel_error());
-    let after = gemm.release_workspace(&stream);
-    assert!(matches!(after, Err(hgemm::Error::Graph(_))), "release after the capture: {after:?}");
+    gemm.release_workspace(&stream).expect("release");
+    let before_drop = free();
+    drop(graph);
+    // The graph's workspace is freed at the handle's next chance after CUDA has run the
+    // destructor of its user object, on a thread of CUDA's, some time after the graph is gone.
+    let mut back = 0;
+    for _ in 0..200 {
+        gemm.release_workspace(&stream).expect("release");
+        back = free() - before_drop;
+        if back >= graph_bytes - (2 << 20) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let bytes = gemm.workspace_bytes() as i64;
     println!(
-        "reliability: graph replays: {} calls in one graph of {nodes} nodes, 3 replays, {} failed",
+        "reliability: graph replays: {} calls in one graph of {nodes} nodes, 3 replays, {} failed; the graph's \
+         workspace {graph_bytes} bytes, {back} back after it was destroyed",
         ops.len(),
         failed.len()
     );
     assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+    // One workspace for the capture's one stream, in pages of up to 2 MiB.
+    assert!((bytes - (2 << 20)..=bytes + (4 << 20)).contains(&graph_bytes), "the capture took {graph_bytes} bytes");
+    assert!(back >= graph_bytes - (2 << 20), "{back} of the graph's {graph_bytes} bytes came back");
 }
 
-/// A stream's first split call, which makes its workspace, on one thread while another thread
-/// captures a graph in the global mode: the call runs right, and the capture stays valid and
-/// its graph runs right too. Neither thread has made the context current before its call.
+/// A graph captured from two streams (forked from the first and joined back), each running a
+/// split call, replayed while split calls run on the second stream itself: the graph's calls
+/// have workspaces of their own, so neither set shares partial sums or flags with the other.
+/// (Keyed by the stream alone, the graph's second branch and the stream's own calls would share
+/// one, and run at once.)
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_graph_from_two_streams_beside_their_own_calls() {
+    let gemm = open();
+    let seed = seed();
+    // SAFETY: each buffer is used on one stream, or in the graph and then, after a
+    // synchronization, on the first stream.
+    unsafe { gemm.context().disable_event_tracking() };
+    let (first, second) = (GemmOp::new(5000, 5000, 512), GemmOp::new(32, 14336, 4096));
+    assert_splits(&gemm, &first);
+    assert_splits(&gemm, &second);
+    let mut x = ReadyCall::new(&gemm, first, seed);
+    let mut y = ReadyCall::new(&gemm, second, seed ^ 1);
+    let s2 = y.stream.clone();
+    let mut own: Vec<ReadyCall> = (0..3).map(|i| ReadyCall::on(&gemm, s2.clone(), second, seed ^ (2 + i))).collect();
+    // Made before the capture, which refuses anything that allocates.
+    let event = || gemm.context().new_event(None).expect("cuEventCreate");
+    let (fork, join) = (event(), event());
+    x.stream.begin_capture(GLOBAL).expect("cuStreamBeginCapture");
+    fork.record(&x.stream).expect("cuEventRecord");
+    s2.wait(&fork).expect("cuStreamWaitEvent");
+    x.run(&gemm).expect("the first stream's captured call");
+    y.run(&gemm).expect("the second stream's captured call");
+    join.record(&s2).expect("cuEventRecord");
+    x.stream.wait(&join).expect("cuStreamWaitEvent");
+    let graph =
+        x.stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)).expect("the capture").expect("a graph");
+    let mut failed = Vec::new();
+    for round in 0..3 {
+        // Every C poisoned (beta is 0), so that a call that wrote nothing fails.
+        for c in [&mut x, &mut y].into_iter().chain(own.iter_mut()) {
+            let stream = c.stream.clone();
+            testing::fill(&gemm, &stream, &mut c.c, testing::POISON).expect("poison");
+            stream.synchronize().expect("cuStreamSynchronize");
+        }
+        graph.launch().expect("cuGraphLaunch");
+        // On the second stream, in no order with the graph.
+        for c in own.iter_mut() {
+            c.run(&gemm).expect("a split call on the second stream");
+        }
+        x.stream.synchronize().expect("cuStreamSynchronize");
+        s2.synchronize().expect("cuStreamSynchronize");
+        let graph_calls = [("graph, first stream", &mut x), ("graph, second stream", &mut y)].into_iter();
+        for (what, c) in graph_calls.chain(own.iter_mut().map(|c| ("the second stream's own", c))) {
+            let cmp = c.check(&gemm).expect("check");
+            let line = format!(
+                "round {round}: {what}: {}: rel error {:.2e}, unwritten {}",
+                testing::describe(&c.op),
+                cmp.rel_error(),
+                cmp.unwritten
+            );
+            println!("{line}");
+            if !cmp.passed() {
+                failed.push(line);
+            }
+        }
+    }
+    println!("reliability: graph from two streams beside their own split calls: 3 rounds, {} failed", failed.len());
+    assert!(failed.is_empty(), "seed {seed}: {failed:?}");
+}
+
+/// A stream's first split call, which makes its workspace, on one thread that has never made
+/// the context current, while another thread captures a graph in the global mode: the call runs
+/// right, and the capture stays valid and its graph runs right too.
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_split_call_beside_a_global_capture() {
@@ -775,8 +871,10 @@ fn hopper_split_call_beside_a_global_capture() {
     let seed = seed();
     // SAFETY: each call's buffers are used on its own stream only.
     unsafe { gemm.context().disable_event_tracking() };
+    let split = GemmOp::new(5000, 5000, 512);
+    assert_splits(&gemm, &split);
     // Made here, so that no thread waits at a barrier for one that panicked before it.
-    let mut eager = ReadyCall::new(&gemm, GemmOp::new(5000, 5000, 512), seed);
+    let mut eager = ReadyCall::new(&gemm, split, seed);
     let mut captured = ReadyCall::new(&gemm, GemmOp::new(512, 512, 512), seed ^ 1);
     let (began, called) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
     let (ran, graph) = std::thread::scope(|s| {
@@ -814,9 +912,9 @@ fn hopper_split_call_beside_a_global_capture() {
     assert!(eager.passed() && captured.passed(), "seed {seed}: {eager:?} {captured:?}");
 }
 
-/// Calls from a thread that has never made the context current (a worker of a pool), through
-/// `gemm` and through `prepare` and `launch_prepared`: once, encoding the tensor maps failed
-/// there with `CUDA_ERROR_INVALID_CONTEXT`.
+/// Calls from threads that have never made the context current (workers of a pool): one
+/// through `gemm`, one through `prepare` and `launch_prepared`, each on a fresh thread. Once,
+/// encoding the tensor maps failed there with `CUDA_ERROR_INVALID_CONTEXT`.
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_calls_from_a_thread_without_the_context() {
@@ -827,7 +925,8 @@ fn hopper_calls_from_a_thread_without_the_context() {
     unsafe { gemm.context().disable_event_tracking() };
     let mut direct = ReadyCall::new(&gemm, GemmOp::new(2048, 4096, 1024), seed);
     let mut prepared = ReadyCall::new(&gemm, GemmOp::new(5000, 5000, 512), seed ^ 1);
-    let (ran, launched) = std::thread::scope(|s| {
+    let ran = std::thread::scope(|s| s.spawn(|| direct.run(&gemm)).join().expect("the worker panicked"));
+    let launched = std::thread::scope(|s| {
         s.spawn(|| {
             let lc = testing::lengths(&prepared.op).2;
             let p = gemm.prepare(
@@ -839,13 +938,13 @@ fn hopper_calls_from_a_thread_without_the_context() {
                 &mut prepared.c.slice_mut(..lc),
             );
             // SAFETY: prepared on these buffers, which outlive the launch, on this stream alone.
-            (direct.run(&gemm), p.and_then(|p| unsafe { gemm.launch_prepared(&p, &prepared.stream) }))
+            p.and_then(|p| unsafe { gemm.launch_prepared(&p, &prepared.stream) })
         })
         .join()
         .expect("the worker panicked")
     });
-    ran.expect("gemm from the worker");
-    launched.expect("prepare and launch_prepared from the worker");
+    ran.expect("gemm from a worker");
+    launched.expect("prepare and launch_prepared from a worker");
     let (direct, prepared) = (direct.check(&gemm).expect("check"), prepared.check(&gemm).expect("check"));
     println!(
         "reliability: calls from a thread without the context: rel errors {:.2e} (gemm), {:.2e} (prepared)",
@@ -853,6 +952,13 @@ fn hopper_calls_from_a_thread_without_the_context() {
         prepared.rel_error()
     );
     assert!(direct.passed() && prepared.passed(), "seed {seed}: {direct:?} {prepared:?}");
+}
+
+/// `op` is split by K where `auto` runs it on this device (so that it takes a workspace).
+fn assert_splits(gemm: &Gemm, op: &GemmOp) {
+    let spec = gemm.choose(op).expect("a kernel");
+    let shape = hgemm::op::launch_offline(spec, op, gemm.device().sms).expect("a launch");
+    assert!(shape.split.is_some_and(|sk| sk.splits()), "{} no longer splits", testing::describe(op));
 }
 
 /// One call's stream, cuBLAS handle and buffers with fresh inputs, all made before any capture
@@ -871,7 +977,10 @@ struct ReadyCall {
 
 impl ReadyCall {
     fn new(gemm: &Gemm, op: GemmOp, seed: u64) -> ReadyCall {
-        let stream = gemm.context().new_stream().expect("cuStreamCreate");
+        ReadyCall::on(gemm, gemm.context().new_stream().expect("cuStreamCreate"), op, seed)
+    }
+
+    fn on(gemm: &Gemm, stream: Arc<CudaStream>, op: GemmOp, seed: u64) -> ReadyCall {
         let blas = Cublas::new(&stream).expect("cublasCreate");
         let (la, lb, lc) = testing::lengths(&op);
         let (mut a, mut b, mut c) =
