@@ -154,8 +154,8 @@ pub struct Gemm {
     /// A stream of the handle's own, used for nothing but clearing new workspaces, so that no
     /// caller's stream (or graph being captured from it) gets that step.
     side: SideStream,
-    /// Workspaces freed only with the handle: those `release_workspace` took out of the map but
-    /// could not wait for or free, and those a graph could not be given.
+    /// Workspaces `release_workspace` took out of the map but could not wait for: freed with the
+    /// handle.
     retired: Mutex<Vec<u64>>,
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
