@@ -123,8 +123,18 @@ struct Capture {
     /// The capture sequence's id, unique in the process, and the graph it captures into.
     id: u64,
     graph: sys::CUgraph,
+}
+
+impl Capture {
     /// Work enqueued now goes into `graph` (an invalidated capture takes none).
-    active: bool,
+    fn active(&self) -> bool {
+        self.status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
+    }
+
+    /// A capture has begun and not ended, valid or not: waiting for the stream is refused.
+    fn under_way(&self) -> bool {
+        self.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    }
 }
 
 /// A loaded kernel and what its launches need that does not change per call.
@@ -387,7 +397,7 @@ impl Gemm {
 
     /// [`Gemm::tune`] with other samples, candidates or threshold.
     pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
-        if self.capture(stream)?.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        if self.capture(stream)?.under_way() {
             return Err(Error::Graph(
                 "tuning times kernels and waits for them, which a stream being captured cannot".into(),
             ));
@@ -513,13 +523,13 @@ impl Gemm {
         // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
         // stream given the same handle cannot overlap a launch that still uses this workspace.
         let capture = self.capture(stream)?;
-        let key = WorkspaceKey::of(stream, capture.active.then_some(capture.id));
+        let key = WorkspaceKey::of(stream, capture.active().then_some(capture.id));
         if let Some(&ptr) = map.get(&key) {
             return Ok(ptr);
         }
         self.free_released(map);
         let ptr = self.zeroed_workspace()?;
-        if capture.active {
+        if capture.active() {
             self.hold_in_graph(capture.graph, ptr)?;
         }
         map.insert(key, ptr);
@@ -606,7 +616,7 @@ impl Gemm {
     /// not the stream's. [`Error::Graph`] while `stream` is being captured, which a wait for it
     /// would invalidate.
     pub fn release_workspace(&self, stream: &CudaStream) -> Result<()> {
-        if self.capture(stream)?.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        if self.capture(stream)?.under_way() {
             return Err(Error::Graph(
                 "the stream is being captured into a graph: its workspace can only be released once the capture has ended".into(),
             ));
@@ -739,7 +749,6 @@ impl Gemm {
             status: sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
             id: 0,
             graph: std::ptr::null_mut(),
-            active: false,
         };
         // SAFETY: a query of a stream of this context; the dependencies and edges are not asked for.
         let queried = unsafe {
@@ -764,7 +773,6 @@ impl Gemm {
             }
             e => return Err(self.diagnose(Error::driver("cuStreamGetCaptureInfo", e.result().unwrap_err()))),
         }
-        c.active = c.status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
         Ok(c)
     }
 

@@ -653,17 +653,25 @@ fn concurrent_call(
     op: &GemmOp,
     seed: u64,
 ) -> hgemm::Result<BufferComparison> {
-    let (la, lb, lc) = testing::lengths(op);
-    let (mut a, mut b, mut c) =
-        (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
-    fill_inputs(gemm, stream, op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))?;
-    let mut reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
+    let lc = testing::lengths(op).2;
+    let [a, b, mut c, mut reference] = call_buffers(gemm, stream, op, seed)?;
     match kernel {
         Some(k) => gemm.gemm_with(k, stream, op, &a, &b, &mut c.slice_mut(..lc))?,
         None => gemm.gemm(stream, op, &a, &b, &mut c.slice_mut(..lc))?,
     }
     blas.gemm(op, &a, &b, &mut reference.slice_mut(..lc))?;
     testing::compare_on_device(gemm, stream, &c, &reference)
+}
+
+/// A, B and C (with its guard) for `op` on `stream`, with fresh inputs ([`fill_inputs`]), and a
+/// copy of C for cuBLAS to write, in that order.
+fn call_buffers(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> hgemm::Result<[CudaSlice<bf16>; 4]> {
+    let (la, lb, lc) = testing::lengths(op);
+    let (mut a, mut b, mut c) =
+        (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
+    fill_inputs(gemm, stream, op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))?;
+    let reference = stream.clone_dtod(&c).map_err(drv("cuMemcpyDtoD"))?;
+    Ok([a, b, c, reference])
 }
 
 /// The capture mode the tests below capture in: the default, which refuses `cuMemAlloc` on
@@ -972,7 +980,6 @@ struct ReadyCall {
     /// C and its guard, poisoned (random where beta ≠ 0), and a copy of it for cuBLAS.
     c: CudaSlice<bf16>,
     r: CudaSlice<bf16>,
-    slot: CudaSlice<u64>,
 }
 
 impl ReadyCall {
@@ -982,15 +989,9 @@ impl ReadyCall {
 
     fn on(gemm: &Gemm, stream: Arc<CudaStream>, op: GemmOp, seed: u64) -> ReadyCall {
         let blas = Cublas::new(&stream).expect("cublasCreate");
-        let (la, lb, lc) = testing::lengths(&op);
-        let (mut a, mut b, mut c) =
-            (alloc::<bf16>(&stream, la), alloc::<bf16>(&stream, lb), alloc::<bf16>(&stream, lc + testing::GUARD_LEN));
-        fill_inputs(gemm, &stream, &op, seed, &mut a.slice_mut(..), &mut b.slice_mut(..), &mut c.slice_mut(..))
-            .expect("inputs");
-        let r = stream.clone_dtod(&c).expect("cuMemcpyDtoD");
-        let slot = testing::comparison_slots(&stream, 1).expect("cuMemAlloc");
+        let [a, b, c, r] = call_buffers(gemm, &stream, &op, seed).expect("inputs");
         stream.synchronize().expect("cuStreamSynchronize");
-        ReadyCall { op, stream, blas, a, b, c, r, slot }
+        ReadyCall { op, stream, blas, a, b, c, r }
     }
 
     fn run(&mut self, gemm: &Gemm) -> hgemm::Result<()> {
@@ -998,12 +999,10 @@ impl ReadyCall {
         gemm.gemm(&self.stream, &self.op, &self.a, &self.b, &mut self.c.slice_mut(..lc))
     }
 
-    /// cuBLAS's result beside the call's, compared on the device.
+    /// cuBLAS's result beside the call's, compared on the device (never during a capture).
     fn check(&mut self, gemm: &Gemm) -> hgemm::Result<BufferComparison> {
         let lc = testing::lengths(&self.op).2;
         self.blas.gemm(&self.op, &self.a, &self.b, &mut self.r.slice_mut(..lc))?;
-        self.stream.memset_zeros(&mut self.slot).map_err(drv("cuMemsetD8"))?;
-        testing::compare_into(gemm, &self.stream, &self.c, &self.r, &mut self.slot)?;
-        Ok(testing::read_comparisons(&self.stream, &self.slot)?[0])
+        testing::compare_on_device(gemm, &self.stream, &self.c, &self.r)
     }
 }
