@@ -3,7 +3,9 @@
 use std::fmt;
 
 /// Everything that can go wrong, found before anything reaches the GPU wherever it can be.
+/// Non-exhaustive: a later version may name a new kind of failure without breaking a `match`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Error {
     /// No CUDA driver library (libcuda) could be loaded on this machine.
     NoDriver,

@@ -374,6 +374,19 @@ impl Gemm {
         self.tuned(op).or_else(|| self.priced(op))
     }
 
+    /// What `gemm` runs for `op` with C at device address `c`: [`Gemm::choice`], unless that
+    /// entry writes C column-major and C starts mid-chunk (not 16-byte aligned), which only the
+    /// entries that write C row-major can store; then the one of those that `auto`'s price picks.
+    pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
+        match self.choice(op) {
+            Some(choice) if choice.kernel.c_col_major && !c.is_multiple_of(16) => {
+                op::choose(self.kernels().filter(|s| !s.c_col_major), op, self.info.sms)
+                    .map(|kernel| Choice { kernel, split: op.stream_k })
+            }
+            choice => choice,
+        }
+    }
+
     /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
         op::choose(self.kernels(), op, self.info.sms).map(|kernel| Choice { kernel, split: op.stream_k })
@@ -663,7 +676,7 @@ impl Gemm {
                 (l, *op)
             }
             None => {
-                let choice = self.choice(op).ok_or_else(|| {
+                let choice = self.choice_at(op, pc).ok_or_else(|| {
                     let (rop, _) = op.row_major_c();
                     Error::Unsupported {
                         kernel: "auto",

@@ -7,6 +7,7 @@ use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
 use hgemm_kernels::sched::StreamK;
 use hgemm_kernels::spec::{Grid, KernelSpec, Major};
+use hgemm_kernels::staging::tma_can_write;
 
 /// Storage order of a matrix in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -345,8 +346,13 @@ pub fn for_kernel(spec: &KernelSpec, op: &GemmOp) -> (GemmOp, bool) {
 /// Why a kernel cannot compute a call (in the kernel's form, [`for_kernel`]); worded only when
 /// reported, so that `choose` can rule out entries without formatting a message for each.
 enum Refusal {
-    /// C column-major with its contiguous dimension (the kernel's M) not a multiple of 8.
-    ColMajorC(usize),
+    /// C column-major with its contiguous dimension (the kernel's M), its leading dimension or
+    /// its batch stride (for a batch) not a multiple of 8.
+    ColMajorC {
+        m: usize,
+        ldc: usize,
+        stride_c: Option<usize>,
+    },
     /// More than one column of tiles (the kernel's N) for an entry that takes one.
     ColumnsOfTiles(usize),
     NotNative,
@@ -363,8 +369,10 @@ fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         .saturating_mul(op.batch as u64);
     if units > i32::MAX as u64 {
         Some(Refusal::Units(units))
-    } else if spec.c_col_major && !op.m.is_multiple_of(8) {
-        Some(Refusal::ColMajorC(op.m))
+    } else if spec.c_col_major
+        && !(op.m.is_multiple_of(8) && tma_can_write(0, op.ldc as u64, op.stride_c as u64, op.batch as u32))
+    {
+        Some(Refusal::ColMajorC { m: op.m, ldc: op.ldc, stride_c: (op.batch > 1).then_some(op.stride_c) })
     } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if !spec.general && !op.is_native() {
@@ -380,8 +388,9 @@ impl Refusal {
     fn reason(&self, spec: &KernelSpec) -> String {
         match *self {
             // The kernel stores C only through TMA, which writes whole 16-byte chunks.
-            Refusal::ColMajorC(m) => format!(
-                "it writes C column-major through TMA only, which needs C's contiguous dimension to be a multiple of 8 elements (it is {m})"
+            Refusal::ColMajorC { m, ldc, stride_c } => format!(
+                "it writes C column-major through TMA only, which needs C's contiguous dimension ({m}), its leading dimension ({ldc}){} to be multiples of 8 elements",
+                stride_c.map(|s| format!(" and its batch stride ({s})")).unwrap_or_default()
             ),
             Refusal::ColumnsOfTiles(n) => format!(
                 "{}its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
@@ -445,15 +454,31 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         Layout::RowMajor => (m, n),
         Layout::ColMajor => (n, m),
     };
+    let args = GemmArgs {
+        c,
+        ldc: op.ldc as u64,
+        stride_c: op.stride_c as u64,
+        alpha: op.alpha,
+        beta: op.beta,
+        ..op.shape_args()
+    };
     // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
     // for stores at all, but must still describe something).
-    let c_cols = match hgemm_kernels::staging::tma_store_columns(c_len as u32) as u64 {
+    let c_cols = match args.tma_store_columns(c_len as u32) as u64 {
         0 => c_len,
         cols => cols,
     };
     // C first: with K = 0, A's and B's maps point at C, whose fault it then is.
     let map_c = match spec.c_box {
+        // A C that TMA cannot write at all: the kernel stores every column from registers (and
+        // reads no map of C), bf16 by bf16 where C is not 4-byte aligned.
+        Some(_) if spec.stores_any_c() && args.tma_store_columns(c_len as u32) == 0 => {
+            if !c.is_multiple_of(2) {
+                return Err(Error::Misaligned { operand: "C", address: c, align: 2 });
+            }
+            None
+        }
         Some(c_box) => Some(
             TensorMapParams::matrix("C", c, c_rows, c_cols, op.ldc as u64, batch, op.stride_c as u64, c_box).map_err(
                 |e| Error::Unsupported {
@@ -466,17 +491,9 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
         None => None,
     };
     let (whole_a, whole_b) = (map_a(spec.a_box)?, map_b(spec.b_box)?);
-    // Not read by direct-store kernels, but they take three maps all the same.
+    // Not read by direct-store kernels, but they take three maps all the same. (The workspace is
+    // the launch's, `Gemm::launch_prepared`, not the plan's.)
     let map_c = map_c.unwrap_or_else(|| whole_a.clone());
-    // The workspace is the launch's (`Gemm::launch_prepared`), not the plan's.
-    let args = GemmArgs {
-        c,
-        ldc: op.ldc as u64,
-        stride_c: op.stride_c as u64,
-        alpha: op.alpha,
-        beta: op.beta,
-        ..op.shape_args()
-    };
     let mut maps = vec![whole_a, whole_b, map_c];
     if spec.edge_maps {
         maps.extend([map_a(spec.a_edge_box(op.m as u32))?, map_b(spec.b_edge_box(op.n as u32))?]);
@@ -1203,9 +1220,23 @@ mod tests {
         let p = plan(&hopper::v7::SPEC, &op, 0x1000, 0x2000, 0x3000).unwrap();
         assert_eq!(p.maps[2].dims[0], 296);
         assert_eq!(p.args.n, 300);
-        let small =
-            plan(&hopper::v7::SPEC, &GemmOp::new(64, 5, 64).c(Layout::RowMajor, 8), 0x1000, 0x2000, 0x3000).unwrap();
-        assert_eq!(small.maps[2].dims[0], 5);
+        // Below 8 columns, or where TMA cannot write C at all (its rows 300 elements apart, or
+        // its first element mid-chunk), the kernel stores every column from registers and is
+        // handed A's map in C's place.
+        for (n, ldc, c) in [(5, 8, 0x3000), (300, 300, 0x3000), (300, 312, 0x3002)] {
+            let p =
+                plan(&hopper::v7::SPEC, &GemmOp::new(64, n, 64).c(Layout::RowMajor, ldc), 0x1000, 0x2000, c).unwrap();
+            assert_eq!(
+                (p.args.tma_store_columns(n as u32), &p.maps[2]),
+                (0, &p.maps[0]),
+                "N {n}, ldc {ldc}, C at {c:#x}"
+            );
+        }
+        // Entries that write through TMA only refuse such a C.
+        let dense = GemmOp::new(64, 300, 64);
+        assert!(
+            matches!(plan(&hopper::v6::SPEC, &dense, 0x1000, 0x2000, 0x3000), Err(Error::Unsupported { reason, .. }) if reason.contains("cannot write this C"))
+        );
     }
 
     #[test]
@@ -1290,11 +1321,14 @@ mod tests {
         let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3000).unwrap();
         assert_eq!(p.args.k, 0);
         assert_eq!(p.maps[0].address, 0x3000);
-        // A's and B's maps point at C then: a misaligned C is C's fault, named so.
-        let r = plan(&hopper::v7::SPEC, &op, 0x3008, 0x3008, 0x3008);
-        assert!(
-            matches!(&r, Err(Error::Unsupported { reason, .. }) if reason.contains("cannot write this C")),
-            "{r:?}"
+        // A's and B's maps point at C then, rounded down to 16 bytes (`Gemm::prepare_raw`): a C
+        // that starts mid-chunk is stored from registers, and one not even 2-byte aligned is
+        // C's fault, named so.
+        let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3008).unwrap();
+        assert_eq!(p.args.tma_store_columns(64), 0);
+        assert_eq!(
+            plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3009).err(),
+            Some(Error::Misaligned { operand: "C", address: 0x3009, align: 2 })
         );
     }
 
@@ -1660,17 +1694,24 @@ mod tests {
         let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);
         let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
         assert!(
-            matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8"))
+            matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiples of 8"))
         );
         assert_eq!(choose(kernels.iter().copied(), &odd, 132).unwrap().name, "hopper_v7_square_kk");
-        // A dense C whose rows are not 16-byte multiples is refused by the plan, before any
-        // device call (`hgemm run --shapes` reports such a shape as not taken).
+        // A dense C whose rows are not 16-byte multiples, written row-major: stored from
+        // registers. Written column-major, it is refused before any device call, with the
+        // leading dimension named, and `auto` takes another entry.
         let wide = kernels.iter().find(|s| s.name == "hopper_v7_widetrim_kk").unwrap();
         let at = 1 << 20;
+        let p = plan(wide, &GemmOp::new(1000, 1500, 4096), at, at, at).unwrap();
+        assert_eq!(p.args.tma_store_columns(1500), 0);
+        assert_eq!(p.args.tma_store_columns(1504), 0, "no column of such a C is TMA's");
+        assert_eq!(plan(wide, &GemmOp::new(1000, 1504, 4096), at, at, at).unwrap().args.tma_store_columns(1504), 1504);
+        let tall = GemmOp::new(160, 8192, 8192).c(Layout::RowMajor, 8196);
         assert!(
-            matches!(plan(wide, &GemmOp::new(1000, 1500, 4096), at, at, at), Err(Error::Unsupported { reason, .. }) if reason.contains("multiple of 8"))
+            matches!(supports(cm, &tall), Err(Error::Unsupported { reason, .. }) if reason.contains("leading dimension (8196)"))
         );
-        assert!(plan(wide, &GemmOp::new(1000, 1504, 4096), at, at, at).is_ok());
+        assert!(!choose(kernels.iter().copied(), &tall, 132).unwrap().c_col_major);
+        assert!(choose(kernels.iter().copied(), &GemmOp::new(160, 8192, 8192), 132).unwrap().c_col_major);
     }
 
     #[test]

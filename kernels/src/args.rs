@@ -36,6 +36,15 @@ pub struct GemmArgs {
 }
 
 impl GemmArgs {
+    /// Columns of C, of the `contiguous` along its rows (N, or M for a column-major C), that TMA
+    /// stores write ([`crate::staging::tma_store_columns`]): none where C's address or strides are
+    /// not ones TMA can write. Kernel and host both ask this.
+    #[inline(always)]
+    pub const fn tma_store_columns(&self, contiguous: u32) -> u32 {
+        use crate::staging::{tma_can_write, tma_store_columns};
+        tma_store_columns(contiguous, tma_can_write(self.c, self.ldc, self.stride_c, self.batch))
+    }
+
     /// A single GEMM, C = A·Bᵀ, C dense (`ldc == n`).
     pub const fn new(m: u32, n: u32, k: u32, c: u64) -> Self {
         GemmArgs {

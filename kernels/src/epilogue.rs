@@ -28,10 +28,11 @@ impl Output {
     }
 
     /// Whether a pair at even `col` may move as one aligned 4-byte word: N and the row stride
-    /// even (rows then start at even elements). Otherwise element by element.
+    /// even and the matrix 4-byte aligned (rows then start at even elements, on words).
+    /// Otherwise element by element.
     #[inline(always)]
     fn paired(&self) -> bool {
-        self.n.is_multiple_of(2) && self.ldc.is_multiple_of(2)
+        self.n.is_multiple_of(2) && self.ldc.is_multiple_of(2) && self.base.is_multiple_of(4)
     }
 
     /// Store `C[row][col]` and `C[row][col + 1]` as bf16 (`col` even), skipping what lies outside

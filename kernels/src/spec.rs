@@ -219,6 +219,14 @@ impl KernelSpec {
         self.c_box.is_some() && self.tile_n < crate::staging::BOX_COLS
     }
 
+    /// Whether the entry writes any C, also one that TMA cannot address
+    /// ([`crate::staging::tma_can_write`]): Hopper v7's entries that write C row-major store its
+    /// columns from registers then. The others write C through TMA, and an entry that writes C
+    /// column-major stores only whole chunks of it.
+    pub const fn stores_any_c(&self) -> bool {
+        self.general && !self.c_col_major
+    }
+
     /// Whether the tile is wider than a staging box but not a multiple of it (160, 224, 96
     /// columns): v6's epilogue (alpha = 1, beta = 0) shifts its last box back to end with the
     /// tile ([`crate::staging::shifts_last_box`]), so those calls may take several columns of

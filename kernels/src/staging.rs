@@ -20,24 +20,35 @@ pub const fn shifts_last_box(tile_n: u32) -> bool {
     tile_n > BOX_COLS && !tile_n.is_multiple_of(BOX_COLS)
 }
 
-/// Columns of C a TMA store may write: TMA stores whole 16-byte chunks (8 bf16), so where a row
-/// of C ends inside one it would overwrite what follows the row (the padding of a leading
-/// dimension, or another tensor). The host's C map stops here, and kernels store the 1–7
-/// columns after it from registers. (Seen on the H200; triton-lang/triton#11583 reports the same.)
+/// Whether TMA can address C at all: a tensor map needs its base 16-byte aligned and its row and
+/// batch strides multiples of 16 bytes (CUDA driver API, `cuTensorMapEncodeTiled`). A contiguous
+/// C with N not a multiple of 8 (a vocabulary of 50257, say) or a view of C starting mid-chunk
+/// is not; Hopper v7 then stores every column from registers ([`tma_store_columns`]).
 #[inline(always)]
-pub const fn tma_store_columns(n: u32) -> u32 {
-    n & !7
+pub const fn tma_can_write(c: u64, ldc: u64, stride_c: u64, batch: u32) -> bool {
+    c.is_multiple_of(16) && ldc.is_multiple_of(8) && (batch <= 1 || stride_c.is_multiple_of(8))
 }
 
-/// Whether the tile whose columns are `n0..n0 + tile_n` holds any of the 1–7 columns past
-/// [`tma_store_columns`]`(n)`, which the epilogue then stores from registers. Where `n` is a
-/// multiple of 8 there are none, whichever tile reaches past `n`: the pass is ~47 KB of
-/// straight-line SASS in v7, fetched cold, and running it for every tile of a partly empty last
-/// column cost each ~1.8 µs on the H200 (thirty-second session, docs/performance.md).
+/// Columns of C a TMA store may write, of the `n` along its contiguous dimension: none where TMA
+/// cannot write C ([`tma_can_write`]), and otherwise those up to the last whole 16-byte chunk
+/// (8 bf16): where a row of C ends inside one, a store would overwrite what follows the row (the
+/// padding of a leading dimension, or another tensor). The host's C map stops here, and kernels
+/// store the columns after it from registers. (Seen on the H200; triton-lang/triton#11583 reports
+/// the same.)
 #[inline(always)]
-pub const fn holds_columns_past_tma(n0: u32, tile_n: u32, n: u32) -> bool {
-    let tma = tma_store_columns(n);
-    n0 + tile_n > tma && tma < n
+pub const fn tma_store_columns(n: u32, tma_can_write: bool) -> u32 {
+    if tma_can_write { n & !7 } else { 0 }
+}
+
+/// Whether the tile whose columns are `n0..n0 + tile_n` holds any of the columns of an `n`-wide C
+/// past the first `tma_columns` ([`tma_store_columns`]), which the epilogue then stores from
+/// registers. Where TMA writes every column there are none, whichever tile reaches past `n`: the
+/// pass is ~47 KB of straight-line SASS in v7, fetched cold, and running it for every tile of a
+/// partly empty last column cost each ~1.8 µs on the H200 (thirty-second session,
+/// docs/performance.md).
+#[inline(always)]
+pub const fn holds_columns_past_tma(n0: u32, tile_n: u32, n: u32, tma_columns: u32) -> bool {
+    n0 + tile_n > tma_columns && tma_columns < n
 }
 
 /// Byte offset of element (`row`, `col`) of a 128B-swizzled box of 64-element rows. The box must
@@ -160,7 +171,9 @@ mod tests {
             for tile_n in [16, 32, 64, 80, 96, 112, 128, 160, 192, 224, 256] {
                 let mut holders = 0;
                 for n0 in (0..n).step_by(tile_n as usize) {
-                    let holds = holds_columns_past_tma(n0, tile_n, n);
+                    let holds = holds_columns_past_tma(n0, tile_n, n, tma_store_columns(n, true));
+                    // Where TMA cannot write C, every tile stores from registers.
+                    assert!(holds_columns_past_tma(n0, tile_n, n, tma_store_columns(n, false)));
                     // Some column of the tile, within N, lies past the last whole chunk.
                     let expected = (n0..(n0 + tile_n).min(n)).any(|col| col >= n / 8 * 8);
                     assert_eq!(holds, expected, "n {n}, tile {tile_n}, n0 {n0}");
@@ -173,9 +186,22 @@ mod tests {
         }
         // The mid tile's last column at N = 4480 (a third full) stores nothing from registers; the
         // last of N = 301's tiles of 64 does, and the one before it does not.
-        assert!(!holds_columns_past_tma(4416, 192, 4480));
-        assert!(holds_columns_past_tma(256, 64, 301));
-        assert!(!holds_columns_past_tma(192, 64, 301));
+        assert!(!holds_columns_past_tma(4416, 192, 4480, tma_store_columns(4480, true)));
+        assert!(holds_columns_past_tma(256, 64, 301, tma_store_columns(301, true)));
+        assert!(!holds_columns_past_tma(192, 64, 301, tma_store_columns(301, true)));
+    }
+
+    #[test]
+    fn tma_writes_c_only_at_16_byte_chunks() {
+        assert!(tma_can_write(0x7f00_0000, 4096, 3, 1), "one GEMM's batch stride is never used");
+        assert!(!tma_can_write(0x7f00_0000, 4096, 3, 2));
+        assert!(tma_can_write(0x7f00_0000, 4096, 4096 * 8, 2));
+        // A contiguous C 50257 wide, and a view of an aligned one from its second element.
+        assert!(!tma_can_write(0x7f00_0000, 50257, 0, 1));
+        assert!(!tma_can_write(0x7f00_0002, 4096, 0, 1));
+        assert_eq!(tma_store_columns(50257, true), 50256);
+        assert_eq!(tma_store_columns(50257, false), 0);
+        assert_eq!(tma_store_columns(7, true), 0);
     }
 
     #[test]

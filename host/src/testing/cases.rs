@@ -52,8 +52,8 @@ impl Rng {
 }
 
 /// The options of a general call beyond its shape: C's storage order, how far each leading
-/// dimension exceeds the least TMA allows (elements, multiples of 8), alpha, beta, and a strided
-/// batch with gaps between entries (elements, multiples of 8).
+/// dimension exceeds the least TMA allows (elements, multiples of 8), alpha, beta, a strided
+/// batch with gaps between entries (elements, multiples of 8), and whether C is ragged.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Variant {
     /// Storage order of C.
@@ -68,15 +68,35 @@ pub struct Variant {
     pub batch: usize,
     /// Extra distance between batch entries of A, B, C.
     pub gap: [usize; 3],
+    /// C's leading dimension is its row length plus `pad[2]`, not rounded up to 8 first, and its
+    /// batch entries one element further apart than `gap[2]` says: a C that TMA cannot write,
+    /// which only the entries that store any C take ([`KernelSpec::stores_any_c`]).
+    pub ragged_c: bool,
 }
 
 impl Variant {
     /// Row-major C, no padding, alpha 1, beta 0, one GEMM.
-    pub const PLAIN: Variant =
-        Variant { c_layout: Layout::RowMajor, pad: [0; 3], alpha: 1.0, beta: 0.0, batch: 1, gap: [0; 3] };
+    pub const PLAIN: Variant = Variant {
+        c_layout: Layout::RowMajor,
+        pad: [0; 3],
+        alpha: 1.0,
+        beta: 0.0,
+        batch: 1,
+        gap: [0; 3],
+        ragged_c: false,
+    };
     /// Everything at once: column-major C, padded, alpha and beta, a batch of two with gaps.
-    pub const GENERAL: Variant =
-        Variant { c_layout: Layout::ColMajor, pad: [8, 16, 8], alpha: -0.75, beta: 0.5, batch: 2, gap: [8, 16, 64] };
+    pub const GENERAL: Variant = Variant {
+        c_layout: Layout::ColMajor,
+        pad: [8, 16, 8],
+        alpha: -0.75,
+        beta: 0.5,
+        batch: 2,
+        gap: [8, 16, 64],
+        ragged_c: false,
+    };
+    /// [`Variant::GENERAL`] with a ragged C, its rows 3 elements longer than its row length.
+    pub const RAGGED: Variant = Variant { pad: [8, 16, 3], ragged_c: true, ..Variant::GENERAL };
 }
 
 /// The call `kernel` (a general one) computes for an M×N output with the options of `v`: A and B
@@ -95,13 +115,15 @@ pub fn op_with(kernel: &KernelSpec, m: usize, n: usize, k: usize, v: &Variant) -
     };
     let (a_layout, lda) = if a_row { (Layout::RowMajor, k + v.pad[0]) } else { (Layout::ColMajor, up8(m) + v.pad[0]) };
     let (b_layout, ldb) = if b_col { (Layout::ColMajor, k + v.pad[1]) } else { (Layout::RowMajor, up8(n) + v.pad[1]) };
-    let ldc = match v.c_layout {
-        Layout::RowMajor => up8(n),
-        Layout::ColMajor => up8(m),
-    } + v.pad[2];
+    let c_row = match v.c_layout {
+        Layout::RowMajor => n,
+        Layout::ColMajor => m,
+    };
+    let ldc = if v.ragged_c { c_row } else { up8(c_row) } + v.pad[2];
     let op = GemmOp::new(m, n, k).a(a_layout, lda).b(b_layout, ldb).c(v.c_layout, ldc).alpha(v.alpha).beta(v.beta);
     if v.batch > 1 {
-        op.batched(v.batch, op.stride_a + v.gap[0], op.stride_b + v.gap[1], op.stride_c + v.gap[2])
+        let gap_c = v.gap[2] + v.ragged_c as usize;
+        op.batched(v.batch, op.stride_a + v.gap[0], op.stride_b + v.gap[1], op.stride_c + gap_c)
     } else {
         op
     }
@@ -235,7 +257,7 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
         let index = cases.len();
         draws += 1;
         assert!(draws < 100 * count as u64 + 1000, "sweep for {} cannot find cases within its bounds", kernel.name);
-        let v = if kernel.general { variant(&mut rng) } else { Variant::PLAIN };
+        let v = if kernel.general { variant(&mut rng, kernel.stores_any_c()) } else { Variant::PLAIN };
         let one_column = kernel.takes_one_column(v.alpha == 1.0 && v.beta == 0.0);
         let (mk, nk, mut k) = match corners.get(index) {
             Some(&(m, n, k)) => (m, if one_column { n.min(column) } else { n }, k),
@@ -296,7 +318,8 @@ fn k_dim(rng: &mut Rng) -> usize {
     (k / 8 * 8).clamp(8, SWEEP_MAX_K)
 }
 
-fn variant(rng: &mut Rng) -> Variant {
+/// Random options; a ragged C a quarter of the time where `ragged_ok`.
+fn variant(rng: &mut Rng, ragged_ok: bool) -> Variant {
     let mut pad = || if rng.chance(0.5) { 0 } else { 8 * rng.range(1, 8) };
     let pad = [pad(), pad(), pad()];
     let alpha = if rng.chance(0.4) { 1.0 } else { rng.pick(&[0.5f32, -1.25, 2.0, -0.3]) };
@@ -305,7 +328,9 @@ fn variant(rng: &mut Rng) -> Variant {
     let mut gap = || 8 * rng.range(0, 4);
     let gap = [gap(), gap(), gap()];
     let c_layout = if rng.chance(0.5) { Layout::RowMajor } else { Layout::ColMajor };
-    Variant { c_layout, pad, alpha, beta, batch, gap }
+    let ragged_c = ragged_ok && rng.chance(0.25);
+    let pad = if ragged_c { [pad[0], pad[1], rng.range(0, 9)] } else { pad };
+    Variant { c_layout, pad, alpha, beta, batch, gap, ragged_c }
 }
 
 /// Small calls for `kernel` that still take every path it has, for runs under compute-sanitizer
@@ -338,6 +363,13 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
             format!("{m}x{n}x520 C col-major, padded, alpha -.75, beta .5, batch 2"),
             op_with(kernel, m, n, 520, &Variant::GENERAL),
         ));
+        if kernel.stores_any_c() {
+            // A C that TMA cannot write: every column stored from registers, bf16 by bf16.
+            cases.push((
+                format!("{m}x{n}x520 C col-major, ragged (ldc {}), alpha -.75, beta .5, batch 2", m + 3),
+                op_with(kernel, m, n, 520, &Variant::RAGGED),
+            ));
+        }
         // K = 0 reaches a general kernel (C = beta·C): its tiles must leave the operand stages alone.
         let (shape, op) = plain(pm, pn_scaled, 0);
         cases.push((format!("{shape} K = 0, beta .5"), op.beta(0.5)));
@@ -384,7 +416,7 @@ mod tests {
             assert_eq!(cases.len(), 200);
             let (unit_m, unit_n) = (kernel.unit_m() as usize, kernel.unit_n() as usize);
             let (mut big_m, mut big_n, mut k_max, mut boundary) = (false, false, false, 0);
-            let (mut col_c, mut batched, mut scaled, mut padded) = (false, false, false, false);
+            let (mut col_c, mut batched, mut scaled, mut padded, mut ragged) = (false, false, false, false, false);
             for c in &cases {
                 let op = &c.op;
                 check_plannable(kernel, op, &format!("case {}", c.index));
@@ -401,6 +433,7 @@ mod tests {
                 batched |= op.batch > 1;
                 scaled |= op.beta != 0.0 && op.alpha != 1.0;
                 padded |= !op.is_native() && op.ldc > op.n.div_ceil(8) * 8;
+                ragged |= !hgemm_kernels::staging::tma_can_write(0, op.ldc as u64, op.stride_c as u64, op.batch as u32);
             }
             // An entry that takes one column of tiles (with alpha and beta, or at all) need have
             // no N beyond 8192.
@@ -408,6 +441,7 @@ mod tests {
             assert!(big_m && big_n && k_max, "{}: M, N beyond 8192 and K = 65536 must all occur", kernel.name);
             assert!(boundary >= 40, "{}: only {boundary} cases at a tile boundary", kernel.name);
             if kernel.general {
+                assert_eq!(ragged, kernel.stores_any_c(), "{}: a ragged C occurs where it is taken", kernel.name);
                 assert!(
                     col_c && batched && scaled && padded,
                     "{}: layouts, batches, alpha/beta, padding must all occur",
@@ -429,7 +463,7 @@ mod tests {
             let cases = small_cases(kernel);
             assert_eq!(
                 cases.len(),
-                2 + 2 * kernel.general as usize + kernel.stream_k.is_some() as usize,
+                2 + 2 * kernel.general as usize + kernel.stores_any_c() as usize + kernel.stream_k.is_some() as usize,
                 "{}",
                 kernel.name
             );

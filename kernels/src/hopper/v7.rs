@@ -706,7 +706,7 @@ entries! {
 /// `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
 fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
-    use crate::staging::{fragment_pair_addr, holds_columns_past_tma, tma_store_columns};
+    use crate::staging::{fragment_pair_addr, holds_columns_past_tma};
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::wgmma;
@@ -748,8 +748,9 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     let ws = Workspace { partial_bytes: partial_bytes::<T>() };
     let (a_share, b_share) = (this.a_share_rows(), this.b_share_rows());
     // C's contiguous dimension: N, or M for a column-major C. TMA stores reach the last whole
-    // 16-byte chunk of it; the rest of a row-major C's rows is stored from registers.
-    let tma_columns = tma_store_columns(if c_col { args.m } else { args.n });
+    // 16-byte chunk of it, or nothing where TMA cannot write C; the rest of a row-major C's rows
+    // is stored from registers.
+    let tma_columns = args.tma_store_columns(if c_col { args.m } else { args.n });
 
     if tid == 0 {
         // The maps are kernel parameters, not memory the previous kernel writes: fetching them
@@ -1090,12 +1091,12 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 boxes += T::BN.div_ceil(C_BOX.inner);
                 held = <T::Held as Held<T::Acc>>::none();
             }
-            if holds_columns_past_tma(n0, T::BN, args.n) && !c_col {
-                // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
-                // above left them out; store them (with their old values, for beta) directly.
-                // (Entries that write C column-major take only calls whose C has a multiple of 8
-                // elements along its contiguous dimension: TMA writes all of it.) Only the tile
-                // that holds them runs this pass, never one that merely reaches past N.
+            if holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
+                // Columns past the last whole 16-byte chunk of C's rows, or every column where
+                // TMA cannot write C: the clipped TMA stores above left them out; store them (with
+                // their old values, for beta) directly. (Entries that write C column-major take
+                // only calls whose C TMA writes whole.) Only a tile that holds such columns runs
+                // this pass, never one that merely reaches past N.
                 let out = Output::new(args, z as u32);
                 acc.for_each_pair(|p, lo, hi| {
                     let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
