@@ -28,9 +28,10 @@ impl Layout {
 }
 
 /// C = alpha·A·B + beta·C for a strided batch: A is M×K, B is K×N, C is M×N, each stored in
-/// either order with its own leading dimension (in elements, a multiple of 8: TMA moves rows of
-/// 16-byte multiples). Batch entry `i` of each operand starts `stride_*·i` elements after the
-/// first.
+/// either order with its own leading dimension in elements (for A and B a multiple of 8: TMA
+/// moves rows of 16-byte multiples; for C any, since Hopper v7 stores a C that TMA cannot
+/// address with its threads). Batch entry `i` of each operand starts `stride_*·i` elements after
+/// the first.
 ///
 /// [`GemmOp::new`] describes the project's native problem, C = A·Bᵀ with A (M×K), B (N×K) and C
 /// all row-major and dense: in these terms B is K×N column-major.

@@ -39,10 +39,14 @@ impl Output {
     /// the M×N output.
     #[inline(always)]
     pub fn store_pair(&self, row: u32, col: u32, lo: f32, hi: f32) {
-        if row >= self.m || col >= self.n {
-            return;
+        if row < self.m && col < self.n {
+            self.write_packed(row, col, cvt::rn_bf16x2_f32(lo, hi));
         }
-        let packed = cvt::rn_bf16x2_f32(lo, hi);
+    }
+
+    /// The store of a pair within the output.
+    #[inline(always)]
+    fn write_packed(&self, row: u32, col: u32, packed: u32) {
         let at = self.at(row, col);
         unsafe {
             if self.paired() {
@@ -60,18 +64,57 @@ impl Output {
     #[cfg(hopper)]
     #[inline(always)]
     pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
+        bf16x2_to_f32(self.load_packed(row, col))
+    }
+
+    /// What [`load_pair`](Self::load_pair) loads, packed.
+    #[cfg(hopper)]
+    #[inline(always)]
+    fn load_packed(&self, row: u32, col: u32) -> u32 {
         if row >= self.m || col >= self.n {
-            return (0.0, 0.0);
+            return 0;
         }
         let at = self.at(row, col);
         unsafe {
             if self.paired() {
-                bf16x2_to_f32((at as *const u32).read())
+                (at as *const u32).read()
             } else {
                 let lo = (at as *const u16).read() as u32;
                 let hi = if col + 1 < self.n { ((at + 2) as *const u16).read() as u32 } else { 0 };
-                bf16x2_to_f32(lo | hi << 16)
+                lo | hi << 16
             }
+        }
+    }
+
+    /// Store the first `width` columns (even) of a warpgroup's staged 64×64 box, whose element
+    /// (0, 0) is `C[row0][col0]`, to C where TMA cannot write it
+    /// ([`crate::staging::tma_can_write`]), skipping what lies outside the output: warp `warp`
+    /// moves rows 16·warp to 16·warp + 15, lane `lane` the pair at columns 2·lane and 2·lane + 1
+    /// of each, so that a warp's store covers 128 contiguous bytes of one row. The fragment's own
+    /// stores, four lanes to a row, cover 16 bytes of each of eight rows: on the H200,
+    /// 4096×50257×4096 ran at 0.84 of the speed of the same call with N = 50264 with those, 0.92
+    /// with these. (The last box of a tile 160 wide reaches past it: what lies beyond is the next
+    /// tile's.) After a barrier that makes the warpgroup's staging stores visible.
+    #[cfg(hopper)]
+    #[inline(always)]
+    pub fn store_box(&self, buf: crate::staging::Staging, warp: u32, lane: u32, row0: u32, col0: u32, width: u32) {
+        let (row, col) = (row0 + 16 * warp, col0 + 2 * lane);
+        if 2 * lane < width && col < self.n {
+            for r in 0..self.m.saturating_sub(row).min(16) {
+                self.write_packed(row + r, col, buf.load_b32(16 * warp + r, 2 * lane));
+            }
+        }
+    }
+
+    /// The box [`store_box`](Self::store_box) stores, loaded from C into `buf` (zeros outside
+    /// the output), for beta where TMA cannot read C; a barrier must follow before any other
+    /// thread reads the box.
+    #[cfg(hopper)]
+    #[inline(always)]
+    pub fn load_box(&self, buf: crate::staging::Staging, warp: u32, lane: u32, row0: u32, col0: u32) {
+        for r in 0..16 {
+            let row = 16 * warp + r;
+            buf.store_b32(row, 2 * lane, self.load_packed(row0 + row, col0 + 2 * lane));
         }
     }
 }

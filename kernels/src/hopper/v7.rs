@@ -80,6 +80,11 @@
 //!   the old C by a TMA load on the consumer's own mbarrier; with beta = 0, C is never read.
 //!   Calls with alpha = 1 and beta = 0 take v6's epilogue loop unchanged (it is faster, and too
 //!   tight in registers to carry the scaling).
+//! - **Ragged C**: where TMA cannot address C (a leading dimension or batch stride that is not a
+//!   multiple of 8 elements, or C starting mid-chunk: `staging::tma_can_write`), the warpgroup's
+//!   threads store each staged box a row at a time and load it for beta (`Output::store_box`,
+//!   `load_box`), in the epilogue that scales. 4096×50257×4096: 0.93 of the same call with
+//!   N = 50264 (pair by pair from registers, the wide tile trimmed's way: 0.84); cuBLAS 0.14.
 //! - **L2 promotion** of 256 bytes on the operand loads.
 //! - **Uniform descriptors**: the consumer's index and each K slice's stage are broadcast from
 //!   lane 0 (`shfl.sync`), which tells ptxas they are warp-uniform; it then computes the `wgmma`
@@ -176,6 +181,9 @@ pub trait Tile {
     /// Stream-K over every unit instead of whole waves kept in step and the last ones split
     /// ([`crate::spec::StreamKSpec::spread`]).
     const SPREAD: bool = false;
+    /// Where TMA writes none of C, the warpgroup's threads store each staged box a row at a time
+    /// (`Output::store_box`); otherwise each thread stores its fragment's pairs.
+    const THREADS_STORE: bool = true;
     /// What a consumer holds of a finished tile (`()` where nothing is held).
     #[cfg(hopper)]
     type Held: Held<Self::Acc>;
@@ -335,6 +343,10 @@ impl Tile for Wide {
     const HOLD: bool = true;
     const PRODUCER_REGS: u32 = 24;
     const CONSUMER_REGS: u32 = 240;
+    // Beside the hang guard's bounded waits the copy doubled the diagnostic build's spills (8
+    // bytes of local memory to 16, 24 bytes loaded to 64); that build stores a ragged C pair by
+    // pair.
+    const THREADS_STORE: bool = !cfg!(hang_guard);
     #[cfg(hopper)]
     type Held = [u32; 64];
 }
@@ -414,6 +426,9 @@ impl Tile for WideTrim {
     // move its last box back (twenty-second session).
     const PRODUCER_REGS: u32 = 24;
     const CONSUMER_REGS: u32 = 240;
+    // Staging boxes for its threads to store spilled 16–32 bytes wherever the copy stood (in
+    // either epilogue, loading C for beta or not; thirty-eighth session).
+    const THREADS_STORE: bool = false;
     #[cfg(hopper)]
     type Acc = [f32; 112];
     #[cfg(hopper)]
@@ -751,6 +766,11 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
     // 16-byte chunk of it, or nothing where TMA cannot write C; the rest of a row-major C's rows
     // is stored from registers.
     let tma_columns = args.tma_store_columns(if c_col { args.m } else { args.n });
+    // No column of a row-major C is TMA's (a ragged C, or fewer than 8 columns): the warpgroup's
+    // threads store each staged box themselves (`Output::store_box`, `Tile::THREADS_STORE`), in
+    // the epilogue that scales, so that no tile is held and neither v6's epilogue nor the K loop
+    // carries the copy.
+    let threads_store = T::THREADS_STORE && !c_col && tma_columns == 0;
 
     if tid == 0 {
         // The maps are kernel parameters, not memory the previous kernel writes: fetching them
@@ -890,8 +910,8 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
             buf
         };
         // Store the staged box whose first column is the tile's column `first`, of the tile at
-        // (m0, n0, z), once every thread's writes are visible to TMA.
-        let store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
+        // (m0, n0, z), through TMA once every thread's writes are visible to it.
+        let tma_store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
             fence::proxy_async_shared_cta();
             bar::sync(1 + c, 128);
             // The box's place in C's map: x along C's contiguous dimension.
@@ -905,6 +925,17 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 tma::commit_group();
             }
         };
+        // The same, by the warpgroup's threads where TMA writes none of C, for the epilogue that
+        // scales (no tile is held then, and neither v6's epilogue nor the K loop has this code).
+        let store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
+            if threads_store {
+                bar::sync(1 + c, 128);
+                let width = (T::BN - first).min(C_BOX.inner);
+                Output::new(args, z as u32).store_box(buf, warp, lane, m0 + 64 * c, n0 + first, width);
+            } else {
+                tma_store_staged(buf, first, (m0, n0, z));
+            }
+        };
         // Stage the held tile's next box and store it (v6's epilogue, one box).
         let stage_held = |held: &T::Held, at: (u32, u32, i32), pending: &mut u32, boxes: &mut u32| {
             let j = T::BN / C_BOX.inner - *pending;
@@ -915,7 +946,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
             } else {
                 held.for_each_in_box(j, |i, pair| smem::st_b32(fragment_pair_addr(buf.0, warp, lane, i), pair));
             }
-            store_staged(buf, j * C_BOX.inner, at);
+            tma_store_staged(buf, j * C_BOX.inner, at);
         };
         // This warpgroup's partial-sum slot for worker `w` (this CTA's rank in its cluster), at
         // this thread's place in it (see `Fragment::st_global_pairs`). Always called with a
@@ -1002,7 +1033,7 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 }
             }
 
-            if args.alpha == 1.0 && args.beta == 0.0 {
+            if args.alpha == 1.0 && args.beta == 0.0 && !threads_store {
                 // The common call: v6's epilogue. A loop over the four boxes with a filter on the
                 // pairs measured 1.4% faster overall than the straight-line pass below (whose
                 // code is 2.4 times larger); with alpha and beta in it, though, it spills. It stages
@@ -1017,12 +1048,12 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                             C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
                         }
                     });
-                    store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+                    tma_store_staged(buf, j * C_BOX.inner, (m0, n0, z));
                 }
                 if shifted_boxes > 0 {
                     let buf = next_staging(&mut boxes);
                     stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
-                    store_staged(buf, T::BN - C_BOX.inner, (m0, n0, z));
+                    tma_store_staged(buf, T::BN - C_BOX.inner, (m0, n0, z));
                 }
                 if T::HOLD {
                     // The rest waits for the next piece's first slices (the wide tile: the whole
@@ -1058,6 +1089,10 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                             c_phase ^= 1;
                         } else {
                             bar::sync(1 + c, 128);
+                            if scale_c && threads_store {
+                                Output::new(args, z as u32).load_box(buf, warp, lane, row0, x as u32);
+                                bar::sync(1 + c, 128);
+                            }
                         }
                     }
                     let row = 16 * warp + lane / 4 + 8 * (p % 2);
@@ -1091,12 +1126,13 @@ fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REG
                 boxes += T::BN.div_ceil(C_BOX.inner);
                 held = <T::Held as Held<T::Acc>>::none();
             }
-            if holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
-                // Columns past the last whole 16-byte chunk of C's rows, or every column where
-                // TMA cannot write C: the clipped TMA stores above left them out; store them (with
-                // their old values, for beta) directly. (Entries that write C column-major take
-                // only calls whose C TMA writes whole.) Only a tile that holds such columns runs
-                // this pass, never one that merely reaches past N.
+            if !threads_store && holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
+                // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
+                // above left them out; store them (with their old values, for beta) directly.
+                // (Entries that write C column-major take only calls whose C TMA writes whole;
+                // where TMA writes none of C, this is every column, unless the threads stored
+                // every box above.) Only a tile that holds such columns runs this pass, never one
+                // that merely reaches past N.
                 let out = Output::new(args, z as u32);
                 acc.for_each_pair(|p, lo, hi| {
                     let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
