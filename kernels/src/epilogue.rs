@@ -92,8 +92,8 @@ impl Output {
     /// moves rows 16·warp to 16·warp + 15, lane `lane` the pair at columns 2·lane and 2·lane + 1
     /// of each, so that a warp's store covers 128 contiguous bytes of one row. The fragment's own
     /// stores, four lanes to a row, cover 16 bytes of each of eight rows: on the H200,
-    /// 4096×50257×4096 ran at 0.84 of the speed of the same call with N = 50264 with those, 0.92
-    /// with these. (The last box of a tile 160 wide reaches past it: what lies beyond is the next
+    /// 4096×50257×4096 ran at 0.84 of the speed of the same call with N = 50264 with those,
+    /// 0.91–0.93 with these. (The last box of a tile 160 wide reaches past it: what lies beyond is the next
     /// tile's.) After a barrier that makes the warpgroup's staging stores visible.
     #[cfg(hopper)]
     #[inline(always)]

@@ -220,8 +220,8 @@ impl KernelSpec {
     }
 
     /// Whether the entry writes any C, also one that TMA cannot address
-    /// ([`crate::staging::tma_can_write`]): Hopper v7's entries that write C row-major store its
-    /// columns from registers then. The others write C through TMA, and an entry that writes C
+    /// ([`crate::staging::tma_can_write`]): Hopper v7's entries that write C row-major store it
+    /// with their threads then. The others write C through TMA, and an entry that writes C
     /// column-major stores only whole chunks of it.
     pub const fn stores_any_c(&self) -> bool {
         self.general && !self.c_col_major

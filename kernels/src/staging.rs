@@ -23,7 +23,8 @@ pub const fn shifts_last_box(tile_n: u32) -> bool {
 /// Whether TMA can address C at all: a tensor map needs its base 16-byte aligned and its row and
 /// batch strides multiples of 16 bytes (CUDA driver API, `cuTensorMapEncodeTiled`). A contiguous
 /// C with N not a multiple of 8 (a vocabulary of 50257, say) or a view of C starting mid-chunk
-/// is not; Hopper v7 then stores every column from registers ([`tma_store_columns`]).
+/// is not; Hopper v7's threads then store every column themselves ([`tma_store_columns`]:
+/// `Output::store_box`, or the fragment's pairs from registers).
 #[inline(always)]
 pub const fn tma_can_write(c: u64, ldc: u64, stride_c: u64, batch: u32) -> bool {
     c.is_multiple_of(16) && ldc.is_multiple_of(8) && (batch <= 1 || stride_c.is_multiple_of(8))
