@@ -371,20 +371,13 @@ impl Gemm {
     /// What `gemm` runs for `op`: the tuned choice for its shape ([`Gemm::tune`]) if there is
     /// one, else [`Gemm::priced`].
     pub fn choice(&self, op: &GemmOp) -> Option<Choice> {
-        self.tuned(op).or_else(|| self.priced(op))
+        self.choice_at(op, 0)
     }
 
-    /// What `gemm` runs for `op` with C at device address `c`: [`Gemm::choice`], unless that
-    /// entry writes C column-major and C starts mid-chunk (not 16-byte aligned), which only the
-    /// entries that write C row-major can store; then the one of those that `auto`'s price picks.
+    /// What `gemm` runs for `op` with C at device address `c` ([`tune::pick`]): the tuned choice
+    /// where its entry can write this C, else what `auto`'s price picks among those that can.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        match self.choice(op) {
-            Some(choice) if choice.kernel.c_col_major && !c.is_multiple_of(16) => {
-                op::choose(self.kernels().filter(|s| !s.c_col_major), op, self.info.sms)
-                    .map(|kernel| Choice { kernel, split: op.stream_k })
-            }
-            choice => choice,
-        }
+        tune::pick(self.tuned(op), self.kernels(), op, c, self.info.sms)
     }
 
     /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.

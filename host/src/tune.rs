@@ -101,6 +101,26 @@ impl Choice {
     }
 }
 
+/// What `auto` runs for `op` with C at device address `c`: the `tuned` choice for its key where
+/// that entry takes this call, else the one of `kernels` that `auto`'s price picks
+/// ([`op::choose`]). A tuned choice is keyed by what the choice of kernel depends on for aligned
+/// operands, not by C's leading dimension, batch stride or address, which may rule its entry
+/// out: an entry that writes C column-major needs all three on 16-byte chunks, and `choose`,
+/// which sees no address, is left the others where C starts mid-chunk.
+pub fn pick(
+    tuned: Option<Choice>,
+    kernels: impl Iterator<Item = &'static KernelSpec>,
+    op: &GemmOp,
+    c: u64,
+    sms: u32,
+) -> Option<Choice> {
+    let writes = |k: &KernelSpec| !k.c_col_major || c.is_multiple_of(16);
+    match tuned {
+        Some(t) if writes(t.kernel) && op::supports(t.kernel, op).is_ok() => Some(t),
+        _ => op::choose(kernels.filter(|k| writes(k)), op, sms).map(|kernel| Choice { kernel, split: op.stream_k }),
+    }
+}
+
 /// Tuned choices for one device: a kernel per [`TuneKey`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct TuneTable {
@@ -607,6 +627,24 @@ mod tests {
         assert!(!c.op(&op).stream_k);
         let split = Choice { kernel: hopper("hopper_v7"), split: true };
         assert!(!split.op(&op.stream_k(false)).stream_k);
+    }
+
+    #[test]
+    fn a_tuned_choice_gives_way_where_its_entry_cannot_write_c() {
+        let hopper_kernels = || hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper);
+        let op = GemmOp::new(160, 8192, 8192);
+        let priced = op::choose(hopper_kernels(), &op, 132).unwrap();
+        assert!(priced.c_col_major, "{}", priced.name);
+        let tuned = Some(Choice { kernel: hopper("hopper_v7_lean_kk_cm"), split: true });
+        assert_eq!(pick(tuned, hopper_kernels(), &op, 0x1000, 132), tuned);
+        // C from its fifth element, or its rows 8196 elements apart: no entry that writes C
+        // column-major takes it, tuned or priced.
+        for (op, c) in [(op, 0x1008), (op.c(Layout::RowMajor, 8196), 0x1000)] {
+            for tuned in [tuned, None] {
+                let p = pick(tuned, hopper_kernels(), &op, c, 132).unwrap();
+                assert!(!p.kernel.c_col_major && op::supports(p.kernel, &op).is_ok(), "{} at {c:#x}", p.kernel.name);
+            }
+        }
     }
 
     #[test]
