@@ -7,7 +7,7 @@ use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
 use hgemm_kernels::sched::StreamK;
 use hgemm_kernels::spec::{Grid, KernelSpec, Major};
-use hgemm_kernels::staging::tma_can_write;
+use hgemm_kernels::staging::tma_strides_fit;
 
 /// Storage order of a matrix in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -371,7 +371,7 @@ fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
     if units > i32::MAX as u64 {
         Some(Refusal::Units(units))
     } else if spec.c_col_major
-        && !(op.m.is_multiple_of(8) && tma_can_write(0, op.ldc as u64, op.stride_c as u64, op.batch as u32))
+        && !(op.m.is_multiple_of(8) && tma_strides_fit(op.ldc as u64, op.stride_c as u64, op.batch as u32))
     {
         Some(Refusal::ColMajorC { m: op.m, ldc: op.ldc, stride_c: (op.batch > 1).then_some(op.stride_c) })
     } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
@@ -419,7 +419,7 @@ pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
 }
 
 /// The kernel's own checks of [`supports`], for a call whose shape is valid.
-fn kernel_accepts(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
+pub(crate) fn kernel_accepts(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
     match refusal(spec, &for_kernel(spec, op).0) {
         Some(r) => Err(Error::Unsupported { kernel: spec.name, reason: r.reason(spec) }),
         None => Ok(()),
@@ -466,15 +466,13 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
     // for stores at all, but must still describe something).
-    let c_cols = match args.tma_store_columns(c_len as u32) as u64 {
-        0 => c_len,
-        cols => cols,
-    };
+    let tma_columns = args.tma_store_columns(c_len as u32) as u64;
+    let c_cols = if tma_columns == 0 { c_len } else { tma_columns };
     // C first: with K = 0, A's and B's maps point at C, whose fault it then is.
     let map_c = match spec.c_box {
-        // A C that TMA cannot write at all: the kernel stores every column from registers (and
-        // reads no map of C), bf16 by bf16 where C is not 4-byte aligned.
-        Some(_) if spec.stores_any_c() && args.tma_store_columns(c_len as u32) == 0 => {
+        // A C that TMA cannot write at all: the kernel's threads store every column (and read no
+        // map of C), bf16 by bf16 where C is not 4-byte aligned.
+        Some(_) if spec.stores_any_c() && tma_columns == 0 => {
             if !c.is_multiple_of(2) {
                 return Err(Error::Misaligned { operand: "C", address: c, align: 2 });
             }
@@ -1222,7 +1220,7 @@ mod tests {
         assert_eq!(p.maps[2].dims[0], 296);
         assert_eq!(p.args.n, 300);
         // Below 8 columns, or where TMA cannot write C at all (its rows 300 elements apart, or
-        // its first element mid-chunk), the kernel stores every column from registers and is
+        // its first element mid-chunk), the kernel's threads store every column and it is
         // handed A's map in C's place.
         for (n, ldc, c) in [(5, 8, 0x3000), (300, 300, 0x3000), (300, 312, 0x3002)] {
             let p =
@@ -1323,7 +1321,7 @@ mod tests {
         assert_eq!(p.args.k, 0);
         assert_eq!(p.maps[0].address, 0x3000);
         // A's and B's maps point at C then, rounded down to 16 bytes (`Gemm::prepare_raw`): a C
-        // that starts mid-chunk is stored from registers, and one not even 2-byte aligned is
+        // that starts mid-chunk is stored by the threads, and one not even 2-byte aligned is
         // C's fault, named so.
         let p = plan(&hopper::v7::SPEC, &op, 0x3000, 0x3000, 0x3008).unwrap();
         assert_eq!(p.args.tma_store_columns(64), 0);

@@ -773,9 +773,9 @@ pub fn general_cases() -> Vec<GeneralCase> {
     }
     let mut cases: Vec<GeneralCase> =
         cases.into_iter().map(|(what, op)| GeneralCase { what, op, c_offset: 0 }).collect();
-    // C that TMA cannot write at all, whose every column the kernel stores from registers: rows
-    // not 16-byte multiples apart (bf16 by bf16 where they are an odd number of elements apart),
-    // a batch stride that is not, or a view of C that starts mid-chunk.
+    // C that TMA cannot write at all, whose every column the kernel's threads store: rows not
+    // 16-byte multiples apart (bf16 by bf16 where they are an odd number of elements apart), a
+    // batch stride that is not, or a view of C that starts mid-chunk.
     let mut unaligned = |what: String, op: GemmOp, c_offset: usize| cases.push(GeneralCase { what, op, c_offset });
     unaligned("300x1001x264 dense C (ldc 1001), beta 0".into(), GemmOp::new(300, 1001, 264), 0);
     unaligned(

@@ -170,7 +170,8 @@ impl TuneTable {
     /// splitting only if `op` allows it. A key no call can have (K not a multiple of 8, M, N or
     /// the batch zero or past 2^31 − 1) is an [`Error::Tuning`]: it would never be looked up.
     pub fn insert(&mut self, op: &GemmOp, choice: Choice) -> Result<()> {
-        let key = shape(&TuneKey::of(op));
+        let tune_key = TuneKey::of(op);
+        let key = shape(&tune_key);
         match op.validate_shape() {
             Ok(true) => {}
             Ok(false) => return Err(Error::Tuning(format!("{key}: no call of this shape computes anything"))),
@@ -187,8 +188,10 @@ impl TuneTable {
         if choice.split && !op.stream_k {
             return Err(Error::Tuning(format!("{} split by K for a call that forbids splitting", choice.kernel.name)));
         }
-        op::supports(choice.kernel, op).map_err(|e| Error::Tuning(format!("{} for {key}: {e}", choice.kernel.name)))?;
-        self.choices.insert(TuneKey::of(op), choice);
+        // The shape is valid (above): the kernel's own checks are what is left of `supports`.
+        op::kernel_accepts(choice.kernel, op)
+            .map_err(|e| Error::Tuning(format!("{} for {key}: {e}", choice.kernel.name)))?;
+        self.choices.insert(tune_key, choice);
         Ok(())
     }
 

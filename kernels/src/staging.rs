@@ -30,6 +30,14 @@ pub const fn tma_can_write(c: u64, ldc: u64, stride_c: u64, batch: u32) -> bool 
     c.is_multiple_of(16) && ldc.is_multiple_of(8) && (batch <= 1 || stride_c.is_multiple_of(8))
 }
 
+/// [`tma_can_write`]'s strides half, for a C whose address is not known yet (the host's choice of
+/// kernel): rows, and batch entries where there are several, a multiple of 8 elements apart.
+#[inline(always)]
+pub const fn tma_strides_fit(ldc: u64, stride_c: u64, batch: u32) -> bool {
+    // Any 16-byte aligned address stands for C's.
+    tma_can_write(0, ldc, stride_c, batch)
+}
+
 /// Columns of C a TMA store may write, of the `n` along its contiguous dimension: none where TMA
 /// cannot write C ([`tma_can_write`]), and otherwise those up to the last whole 16-byte chunk
 /// (8 bf16): where a row of C ends inside one, a store would overwrite what follows the row (the
@@ -200,6 +208,8 @@ mod tests {
         // A contiguous C 50257 wide, and a view of an aligned one from its second element.
         assert!(!tma_can_write(0x7f00_0000, 50257, 0, 1));
         assert!(!tma_can_write(0x7f00_0002, 4096, 0, 1));
+        // The strides alone, before C's address is known.
+        assert!(tma_strides_fit(4096, 0, 1) && !tma_strides_fit(50257, 0, 1) && !tma_strides_fit(4096, 3, 2));
         assert_eq!(tma_store_columns(50257, true), 50256);
         assert_eq!(tma_store_columns(50257, false), 0);
         assert_eq!(tma_store_columns(7, true), 0);

@@ -364,7 +364,7 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
             op_with(kernel, m, n, 520, &Variant::GENERAL),
         ));
         if kernel.stores_any_c() {
-            // A C that TMA cannot write: every column stored from registers, bf16 by bf16.
+            // A C that TMA cannot write: every column stored by the threads, bf16 by bf16.
             cases.push((
                 format!("{m}x{n}x520 C col-major, ragged (ldc {}), alpha -.75, beta .5, batch 2", m + 3),
                 op_with(kernel, m, n, 520, &Variant::RAGGED),
