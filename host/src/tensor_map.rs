@@ -9,6 +9,8 @@ use hgemm_kernels::spec::{L2Promotion, Swizzle, TmaBox};
 /// One `cuTensorMapEncodeTiled` call for a bf16 matrix (or strided batch of matrices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorMapParams {
+    /// The operand the map describes ("A", "B" or "C"), for errors.
+    pub operand: &'static str,
     /// Device address of the first element.
     pub address: u64,
     /// 2 for one matrix, 3 for a strided batch.
@@ -83,6 +85,7 @@ impl TensorMapParams {
             )));
         }
         Ok(TensorMapParams {
+            operand,
             address,
             rank: if batch > 1 { 3 } else { 2 },
             dims: [cols, rows, batch.max(1)],
@@ -102,8 +105,8 @@ impl TensorMapParams {
         }
         let whole = self.strides[0].checked_mul(self.dims[1]).filter(|&s| s < 1 << 40).ok_or_else(|| {
             Error::InvalidShape(format!(
-                "a matrix of {} rows {} bytes apart spans 2^40 bytes or more, beyond TMA's batch stride",
-                self.dims[1], self.strides[0]
+                "{}, {} rows {} bytes apart, spans 2^40 bytes or more, beyond TMA's batch stride",
+                self.operand, self.dims[1], self.strides[0]
             ))
         })?;
         Ok(TensorMapParams {
@@ -191,7 +194,10 @@ mod tests {
         // A matrix whose whole span TMA cannot stride: an error, not a wrapped or oversized stride.
         for (rows, ld) in [(1 << 30, 1 << 38), (1 << 20, 1 << 20)] {
             let r = TensorMapParams::matrix("A", 0x1000, rows, 64, ld, 1, 0, A_BOX).unwrap().with_rank3();
-            assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("2^40")), "{rows} rows {ld} apart: {r:?}");
+            assert!(
+                matches!(&r, Err(Error::InvalidShape(s)) if s.starts_with("A, ") && s.contains("2^40")),
+                "{rows} rows {ld} apart: {r:?}"
+            );
         }
         assert!(
             TensorMapParams::matrix("A", 0x1000, (1 << 19) - 1, 64, 1 << 20, 1, 0, A_BOX).unwrap().with_rank3().is_ok()

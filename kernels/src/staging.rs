@@ -24,7 +24,9 @@ pub const fn shifts_last_box(tile_n: u32) -> bool {
 /// batch strides multiples of 16 bytes (CUDA driver API, `cuTensorMapEncodeTiled`). A contiguous
 /// C with N not a multiple of 8 (a vocabulary of 50257, say) or a view of C starting mid-chunk
 /// is not; Hopper v7's threads then store every column themselves ([`tma_store_columns`]:
-/// `Output::store_box`, or the fragment's pairs from registers).
+/// `Output::store_box`, or the fragment's pairs from registers). (Nor can a map of C's elements
+/// write its rows: a TMA box must also start on a 16-byte chunk, which such rows mostly do not;
+/// docs/performance.md, "TMA rows for a ragged C".)
 #[inline(always)]
 pub const fn tma_can_write(c: u64, ldc: u64, stride_c: u64, batch: u32) -> bool {
     c.is_multiple_of(16) && ldc.is_multiple_of(8) && (batch <= 1 || stride_c.is_multiple_of(8))
