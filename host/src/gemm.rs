@@ -382,7 +382,7 @@ impl Gemm {
 
     /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
-        op::choose(self.kernels(), op, self.info.sms).map(|kernel| Choice { kernel, split: op.stream_k })
+        Choice::priced(self.kernels(), op, self.info.sms)
     }
 
     fn tuned(&self, op: &GemmOp) -> Option<Choice> {

@@ -14,6 +14,7 @@ use crate::testing::{self, drv};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use hgemm_kernels::spec::{Family, KernelSpec};
+use hgemm_kernels::staging::tma_can_write;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -99,6 +100,12 @@ impl Choice {
     pub fn describe(&self, key: &TuneKey) -> String {
         if key.stream_k && !self.split { format!("{} whole", self.kernel.name) } else { self.kernel.name.to_string() }
     }
+
+    /// What `auto`'s price picks for `op` among `kernels` ([`op::choose`]), splitting where the
+    /// call allows it.
+    pub fn priced(kernels: impl Iterator<Item = &'static KernelSpec>, op: &GemmOp, sms: u32) -> Option<Choice> {
+        op::choose(kernels, op, sms).map(|kernel| Choice { kernel, split: op.stream_k })
+    }
 }
 
 /// What `auto` runs for `op` with C at device address `c`: the `tuned` choice for its key where
@@ -114,10 +121,12 @@ pub fn pick(
     c: u64,
     sms: u32,
 ) -> Option<Choice> {
-    let writes = |k: &KernelSpec| !k.c_col_major || c.is_multiple_of(16);
+    // (C's leading dimension and batch stride describe the same memory in either form of the call.)
+    let writes =
+        |k: &KernelSpec| !k.c_col_major || tma_can_write(c, op.ldc as u64, op.stride_c as u64, op.batch as u32);
     match tuned {
         Some(t) if writes(t.kernel) && op::supports(t.kernel, op).is_ok() => Some(t),
-        _ => op::choose(kernels.filter(|k| writes(k)), op, sms).map(|kernel| Choice { kernel, split: op.stream_k }),
+        _ => Choice::priced(kernels.filter(|k| writes(k)), op, sms),
     }
 }
 
