@@ -243,6 +243,33 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
             }
         }
     }
+
+    // A tuned entry that writes C column-major (not auto's pick, so that its branch of
+    // `tune::pick` decides) is chosen where C starts on a 16-byte chunk and gives way to an entry
+    // writing C row-major where it does not; both calls match cuBLAS.
+    let cm = GemmOp::new(160, 8192, 512);
+    let forced = "hopper_v7_trim_kk_cm";
+    assert_ne!(gemm.priced(&cm).map(|c| c.kernel.name), Some(forced));
+    gemm.clear_tuning();
+    gemm.load_tuning(&format!(
+        "hgemm tuning 1\ndevice hopper {} {}\n160 8192 512 1 row col row plain stream-k {forced} whole\n",
+        d.sms, d.name
+    ))
+    .unwrap();
+    let (chunk, mid_chunk) = (0x7000_0000u64, 0x7000_0008u64);
+    assert_eq!(gemm.choice_at(&cm, chunk).map(|c| c.kernel.name), Some(forced));
+    let gave_way = gemm.choice_at(&cm, mid_chunk).unwrap();
+    assert!(!gave_way.kernel.c_col_major, "{} writes C column-major", gave_way.kernel.name);
+    for (c_offset, ran) in [(8, forced), (4, gave_way.kernel.name)] {
+        let r = testing::check_op(&gemm, &blas, &stream, &cm, c_offset, seed ^ 11).unwrap();
+        println!(
+            "160x8192x512 tuned {forced}, C from element {c_offset}: {ran}, vs cuBLAS {:.2e}",
+            r.vs_cublas.rel_error
+        );
+        if !r.passed() {
+            failures.push(format!("{ran} for C from element {c_offset}: {r:?}"));
+        }
+    }
     gemm.clear_tuning();
     assert!(matches!(gemm.tune(&stream, &GemmOp::new(0, 64, 64)), Err(hgemm::Error::InvalidShape(_))));
     assert!(matches!(gemm.load_tuning("hgemm tuning 1\ndevice hopper 7 Some GPU\n"), Err(hgemm::Error::Tuning(_))));
