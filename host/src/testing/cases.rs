@@ -433,7 +433,7 @@ mod tests {
                 batched |= op.batch > 1;
                 scaled |= op.beta != 0.0 && op.alpha != 1.0;
                 padded |= !op.is_native() && op.ldc > op.n.div_ceil(8) * 8;
-                ragged |= !hgemm_kernels::staging::tma_can_write(0, op.ldc as u64, op.stride_c as u64, op.batch as u32);
+                ragged |= !hgemm_kernels::staging::tma_strides_fit(op.ldc as u64, op.stride_c as u64, op.batch as u32);
             }
             // An entry that takes one column of tiles (with alpha and beta, or at all) need have
             // no N beyond 8192.
