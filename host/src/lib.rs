@@ -41,7 +41,10 @@
 //! its workspaces, so they do not run at once, and no graph of the handle's calls is launched
 //! after the handle is dropped. With more than one stream, cudarc's event tracking makes
 //! captured calls wait on events recorded outside the capture, which CUDA refuses: capture with
-//! it off (`disable_event_tracking`).
+//! it off (`disable_event_tracking`). The same tracking puts event waits and records between two
+//! calls on a stream, which keeps the second from starting while the first finishes
+//! (programmatic dependent launch): small calls run slower with it on (2048×2048×512 by 14% on an
+//! H200, the README's measurement); [`Gemm::launch_prepared`] or a graph avoids that.
 //!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
 //! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |

@@ -5,6 +5,7 @@
 //! hgemm verify [--kernels v0,v3,...] [--seed N]
 //! hgemm bench  [--shapes MxNxK,...|--sweep] [--kernels v0,...,auto,whole,direct,ceiling,ceiling_lean,...] [--samples N]
 //!              [--ceiling-ctas N] [--tuning FILE] [--force FILE] [--json FILE] [--csv FILE] [--svg FILE]
+//!              [--multi-stream]
 //! hgemm run    [--kernels v0,...|all] [--shapes MxNxK,...] [--general] [--ref cpu|cublas|auto] [--seed N]
 //! hgemm plan   [--shapes MxNxK,...] [--sms N] [--why] [--rule NAME]
 //! hgemm tune   [--shapes MxNxK,...|--sweep|--llm] [--samples N] [--out FILE]
@@ -24,14 +25,16 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: hgemm <info | verify | bench | run | plan | tune | ptx --out DIR> [options]
   verify [--kernels v0,v3,hopper_v7_slim_kk,general,...|all] [--seed N]
   bench  [--shapes MxNxK,...] [--sweep] [--llm] [--kernels v0,...,auto,priced,whole,direct,ceiling,ceiling_lean,...] [--samples N]
-         [--tuning F] [--force F] [--json F] [--csv F] [--svg F]
+         [--tuning F] [--force F] [--json F] [--csv F] [--svg F] [--multi-stream]
   bench  --overhead [--shapes MxNxK,...] [--samples N]
          (host µs to enqueue a call and GPU µs per call back to back, for cuBLAS, auto, a prepared launch
           and a CUDA graph of auto's calls; default 16x4096x4096, 256x256x256, 2048x2048x512)
          (--tuning: load a table `hgemm tune --out` wrote, which `auto` then runs; priced: what auto's
           price picks, whatever is tuned; --force: lines `MxNxK KERNEL [split|whole]`, the entry `auto`
           runs for that plain call, and the shapes to run when none are named: a forced comparison
-          with --kernels auto,priced)
+          with --kernels auto,priced; --multi-stream: on a stream of cudarc's own, so that its event
+          tracking waits on and records every buffer's events around each call, as in a program with
+          several streams; direct bypasses it)
          (--sweep: the Hopper issue's 12 shapes; --llm: 90 LLM layers, M of 256-4096 tokens against the
           N×K of Llama-2 7B and 13B and Llama-3 8B and 70B; ceiling, ceiling_mid, _lean, _lean_x2, _slim,
           _slim_x2: a tile's MMAs alone, nothing loaded or stored, spread over every SM or over
