@@ -170,6 +170,8 @@ pub struct Gemm {
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
     tuning: RwLock<TuneTable>,
+    /// `auto`'s priced choices by call, so that a call like an earlier one skips the price.
+    prices: tune::PriceCache,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
@@ -248,6 +250,7 @@ impl Gemm {
             released: Arc::new(Mutex::new(Vec::new())),
             retired: Mutex::new(Vec::new()),
             tuning,
+            prices: tune::PriceCache::new(),
             module,
             // Last, so that no failure above leaves it behind.
             side: SideStream(
@@ -377,7 +380,9 @@ impl Gemm {
     /// What `gemm` runs for `op` with C at device address `c` ([`tune::pick`]): the tuned choice
     /// where its entry can write this C, else what `auto`'s price picks among those that can.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        tune::pick(self.tuned(op), self.kernels(), op, c, self.info.sms)
+        tune::pick_with(self.tuned(op), op, c, |col_major_c| {
+            self.prices.get(op, col_major_c, || tune::priced_for(self.kernels(), op, self.info.sms, col_major_c))
+        })
     }
 
     /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.

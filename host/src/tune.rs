@@ -17,7 +17,7 @@ use hgemm_kernels::spec::{Family, KernelSpec};
 use hgemm_kernels::staging::tma_can_write;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// What a tuned choice is keyed by: everything about a call that the choice of kernel depends on
 /// (sizes, storage orders, whether the epilogue scales, whether splitting is allowed), not the
@@ -121,12 +121,112 @@ pub fn pick(
     c: u64,
     sms: u32,
 ) -> Option<Choice> {
+    pick_with(tuned, op, c, |col_major_c| priced_for(kernels, op, sms, col_major_c))
+}
+
+/// [`pick`] with the price left to `priced`, which is told whether entries that write C
+/// column-major can write this C.
+pub(crate) fn pick_with(
+    tuned: Option<Choice>,
+    op: &GemmOp,
+    c: u64,
+    priced: impl FnOnce(bool) -> Option<Choice>,
+) -> Option<Choice> {
     // (C's leading dimension and batch stride describe the same memory in either form of the call.)
-    let writes =
-        |k: &KernelSpec| !k.c_col_major || tma_can_write(c, op.ldc as u64, op.stride_c as u64, op.batch as u32);
+    let col_major_c = tma_can_write(c, op.ldc as u64, op.stride_c as u64, op.batch as u32);
     match tuned {
-        Some(t) if writes(t.kernel) && op::supports(t.kernel, op).is_ok() => Some(t),
-        _ => Choice::priced(kernels.filter(|k| writes(k)), op, sms),
+        Some(t) if (col_major_c || !t.kernel.c_col_major) && op::supports(t.kernel, op).is_ok() => Some(t),
+        _ => priced(col_major_c),
+    }
+}
+
+/// What `auto`'s price picks for `op` among `kernels`, leaving out those that write C
+/// column-major unless `col_major_c`.
+pub(crate) fn priced_for(
+    kernels: impl Iterator<Item = &'static KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+    col_major_c: bool,
+) -> Option<Choice> {
+    Choice::priced(kernels.filter(|k| col_major_c || !k.c_col_major), op, sms)
+}
+
+/// `auto`'s priced choices by call, for one handle (its kernels and SM count fixed): a call like
+/// one made before skips the price, which weighs every entry's schedules (1.6–2.2 µs a call on
+/// the CI machine, a third of what `gemm` costs the host). The price depends on nothing else, so
+/// nothing invalidates an entry; tuned choices are looked up before it. Bounded: it starts again
+/// empty once it holds [`PriceCache::CAPACITY`] calls (a program of ever new shapes pays the
+/// price it paid without the cache).
+pub(crate) struct PriceCache(RwLock<HashMap<PriceKey, Option<Choice>>>);
+
+/// Every field of a call ([`op::choose`] may read any), alpha and beta by their bits, and
+/// whether entries that write C column-major can write its C.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct PriceKey {
+    sizes: [usize; 10],
+    layouts: [Layout; 3],
+    scales: [u32; 2],
+    stream_k: bool,
+    col_major_c: bool,
+}
+
+impl PriceKey {
+    fn of(op: &GemmOp, col_major_c: bool) -> PriceKey {
+        // Without `..`: a field added to `GemmOp` fails to compile here until the key has it.
+        let GemmOp {
+            m,
+            n,
+            k,
+            a_layout,
+            lda,
+            b_layout,
+            ldb,
+            c_layout,
+            ldc,
+            alpha,
+            beta,
+            batch,
+            stride_a,
+            stride_b,
+            stride_c,
+            stream_k,
+        } = *op;
+        PriceKey {
+            sizes: [m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c],
+            layouts: [a_layout, b_layout, c_layout],
+            scales: [alpha.to_bits(), beta.to_bits()],
+            stream_k,
+            col_major_c,
+        }
+    }
+}
+
+impl PriceCache {
+    /// Calls held before it starts again empty.
+    pub(crate) const CAPACITY: usize = 4096;
+
+    pub(crate) fn new() -> PriceCache {
+        PriceCache(RwLock::new(HashMap::new()))
+    }
+
+    /// The choice held for `op` and `col_major_c`, or `price()`'s, kept for the next such call.
+    pub(crate) fn get(&self, op: &GemmOp, col_major_c: bool, price: impl FnOnce() -> Option<Choice>) -> Option<Choice> {
+        let key = PriceKey::of(op, col_major_c);
+        if let Some(&held) = self.0.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return held;
+        }
+        let choice = price();
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= Self::CAPACITY {
+            map.clear();
+        }
+        map.insert(key, choice);
+        choice
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.read().unwrap().len()
     }
 }
 
@@ -657,6 +757,73 @@ mod tests {
                 assert!(!p.kernel.c_col_major && op::supports(p.kernel, &op).is_ok(), "{} at {c:#x}", p.kernel.name);
             }
         }
+    }
+
+    #[test]
+    fn the_price_cache_answers_what_the_price_answers() {
+        let hopper_kernels = || hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper);
+        let cache = PriceCache::new();
+        let priced = std::cell::Cell::new(0);
+        let cached = |op: &GemmOp, c: u64| {
+            pick_with(None, op, c, |col_major_c| {
+                cache.get(op, col_major_c, || {
+                    priced.set(priced.get() + 1);
+                    priced_for(hopper_kernels(), op, 132, col_major_c)
+                })
+            })
+        };
+        // Calls that differ from the one before in one field each, most of them choosing another
+        // entry or split: a key that left a field out would answer one with the other's choice.
+        let base = GemmOp::new(160, 8192, 8192);
+        let ops = [
+            base,
+            base.stream_k(false),
+            base.beta(1.0),
+            base.alpha(0.5),
+            base.c(Layout::ColMajor, 160),
+            base.c(Layout::RowMajor, 8200),
+            base.a(Layout::ColMajor, 160),
+            base.b(Layout::RowMajor, 8192),
+            base.batched(2, 160 * 8192, 8192 * 8192, 160 * 8192),
+            GemmOp::new(8192, 160, 8192),
+            GemmOp::new(8192, 8192, 8192),
+            GemmOp::new(8192, 8192, 8192).stream_k(false),
+            GemmOp::new(64, 64, 64),
+            GemmOp::new(64, 64, 7),
+        ];
+        let mut distinct = Vec::new();
+        for round in 0..2 {
+            for op in &ops {
+                // C at a 16-byte chunk, and from its fifth element (no column-major entry then).
+                for c in [0x1000, 0x1008] {
+                    let direct = pick(None, hopper_kernels(), op, c, 132);
+                    assert_eq!(cached(op, c), direct, "{op:?} at {c:#x}, round {round}");
+                    if !distinct.contains(&direct) {
+                        distinct.push(direct);
+                    }
+                }
+            }
+            if round == 0 {
+                assert!(priced.get() > ops.len(), "{} prices", priced.get());
+            }
+        }
+        assert!(distinct.len() >= 6, "{distinct:?}");
+        // The second round was answered from the cache alone.
+        assert_eq!(priced.get(), cache.len());
+    }
+
+    #[test]
+    fn the_price_cache_starts_again_when_full() {
+        let cache = PriceCache::new();
+        for m in 1..=PriceCache::CAPACITY + 1 {
+            cache.get(&GemmOp::new(m, 64, 64), true, || None);
+            assert!(cache.len() <= PriceCache::CAPACITY);
+        }
+        assert_eq!(cache.len(), 1);
+        let v7 = Some(Choice { kernel: hopper("hopper_v7"), split: true });
+        let op = GemmOp::new(PriceCache::CAPACITY + 1, 64, 64);
+        assert_eq!(cache.get(&op, true, || v7), None, "held from its first call");
+        assert_eq!(cache.get(&op, false, || v7), v7, "another key");
     }
 
     #[test]
