@@ -380,8 +380,9 @@ impl Gemm {
     /// What `gemm` runs for `op` with C at device address `c` ([`tune::pick`]): the tuned choice
     /// where its entry can write this C, else what `auto`'s price picks among those that can.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        tune::pick_with(self.tuned(op), op, c, |col_major_c| {
-            self.prices.get(op, col_major_c, || tune::priced_for(self.kernels(), op, self.info.sms, col_major_c))
+        tune::pick_with(self.tuned(op), op, c, |col_major_writable| {
+            self.prices
+                .get(op, col_major_writable, || tune::priced_for(self.kernels(), op, self.info.sms, col_major_writable))
         })
     }
 

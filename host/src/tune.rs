@@ -121,7 +121,7 @@ pub fn pick(
     c: u64,
     sms: u32,
 ) -> Option<Choice> {
-    pick_with(tuned, op, c, |col_major_c| priced_for(kernels, op, sms, col_major_c))
+    pick_with(tuned, op, c, |col_major_writable| priced_for(kernels, op, sms, col_major_writable))
 }
 
 /// [`pick`] with the price left to `priced`, which is told whether entries that write C
@@ -133,22 +133,22 @@ pub(crate) fn pick_with(
     priced: impl FnOnce(bool) -> Option<Choice>,
 ) -> Option<Choice> {
     // (C's leading dimension and batch stride describe the same memory in either form of the call.)
-    let col_major_c = tma_can_write(c, op.ldc as u64, op.stride_c as u64, op.batch as u32);
+    let col_major_writable = tma_can_write(c, op.ldc as u64, op.stride_c as u64, op.batch as u32);
     match tuned {
-        Some(t) if (col_major_c || !t.kernel.c_col_major) && op::supports(t.kernel, op).is_ok() => Some(t),
-        _ => priced(col_major_c),
+        Some(t) if (col_major_writable || !t.kernel.c_col_major) && op::supports(t.kernel, op).is_ok() => Some(t),
+        _ => priced(col_major_writable),
     }
 }
 
 /// What `auto`'s price picks for `op` among `kernels`, leaving out those that write C
-/// column-major unless `col_major_c`.
+/// column-major unless `col_major_writable`.
 pub(crate) fn priced_for(
     kernels: impl Iterator<Item = &'static KernelSpec>,
     op: &GemmOp,
     sms: u32,
-    col_major_c: bool,
+    col_major_writable: bool,
 ) -> Option<Choice> {
-    Choice::priced(kernels.filter(|k| col_major_c || !k.c_col_major), op, sms)
+    Choice::priced(kernels.filter(|k| col_major_writable || !k.c_col_major), op, sms)
 }
 
 /// `auto`'s priced choices by call, for one handle (its kernels and SM count fixed): a call like
@@ -167,11 +167,11 @@ struct PriceKey {
     layouts: [Layout; 3],
     scales: [u32; 2],
     stream_k: bool,
-    col_major_c: bool,
+    col_major_writable: bool,
 }
 
 impl PriceKey {
-    fn of(op: &GemmOp, col_major_c: bool) -> PriceKey {
+    fn of(op: &GemmOp, col_major_writable: bool) -> PriceKey {
         // Without `..`: a field added to `GemmOp` fails to compile here until the key has it.
         let GemmOp {
             m,
@@ -196,7 +196,7 @@ impl PriceKey {
             layouts: [a_layout, b_layout, c_layout],
             scales: [alpha.to_bits(), beta.to_bits()],
             stream_k,
-            col_major_c,
+            col_major_writable,
         }
     }
 }
@@ -209,9 +209,14 @@ impl PriceCache {
         PriceCache(RwLock::new(HashMap::new()))
     }
 
-    /// The choice held for `op` and `col_major_c`, or `price()`'s, kept for the next such call.
-    pub(crate) fn get(&self, op: &GemmOp, col_major_c: bool, price: impl FnOnce() -> Option<Choice>) -> Option<Choice> {
-        let key = PriceKey::of(op, col_major_c);
+    /// The choice held for `op` and `col_major_writable`, or `price()`'s, kept for the next such call.
+    pub(crate) fn get(
+        &self,
+        op: &GemmOp,
+        col_major_writable: bool,
+        price: impl FnOnce() -> Option<Choice>,
+    ) -> Option<Choice> {
+        let key = PriceKey::of(op, col_major_writable);
         if let Some(&held) = self.0.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return held;
         }
@@ -765,10 +770,10 @@ mod tests {
         let cache = PriceCache::new();
         let priced = std::cell::Cell::new(0);
         let cached = |op: &GemmOp, c: u64| {
-            pick_with(None, op, c, |col_major_c| {
-                cache.get(op, col_major_c, || {
+            pick_with(None, op, c, |col_major_writable| {
+                cache.get(op, col_major_writable, || {
                     priced.set(priced.get() + 1);
-                    priced_for(hopper_kernels(), op, 132, col_major_c)
+                    priced_for(hopper_kernels(), op, 132, col_major_writable)
                 })
             })
         };
