@@ -136,10 +136,10 @@
 //! Measured on an H200 at 8192³ (2026-12-01, thirty-sixth session's final run, paired with
 //! cuBLAS in one process, a card that clocked a median 1485 MHz under the cap): 692 TFLOP/s,
 //! 1.028× cuBLAS (v6: 1.019×); the same kernel as `auto` and `direct` read 1.032× and 1.033×, and
-//! 1.048× in the sweep, whose geometric mean was 1.012. Over the thirty-first to forty-eighth
-//! sessions' final runs (2026-12-01 to 12-04), the 64 readings of this kernel at 8192³ have a
-//! median of 1.042 (1.027–1.062; the README's table). Its tensor pipe is busy 97.2% of its
-//! cycles (`ncu`; cuBLAS's 93.5%).
+//! 1.048× in the sweep, whose geometric mean was 1.012. Over the sixteen final runs of the
+//! thirty-first to forty-eighth sessions (2026-12-01 to 12-04), the 64 readings of this kernel
+//! at 8192³ have a median of 1.042 (1.027–1.062; the README's table). Its tensor pipe is busy
+//! 97.2% of its cycles (`ncu`; cuBLAS's 93.5%).
 //! Stream-K on against off, four runs: +0.8–3.7% at 8192³, +1.9–2.7% at 16384³.
 //! 128×8192×8192 with the slim tile: 1.00–1.015× (0.88× with the 128×64 tile it replaced, 0.96×
 //! before programmatic dependent launch).
