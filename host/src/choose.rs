@@ -38,7 +38,7 @@ impl Rule {
     pub const ALL: [Rule; 4] =
         [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
 
-    /// The name of the rule's bound in `op.rs`, which `hgemm plan --why` prints.
+    /// The name of the rule's bound in `choose.rs`, which `hgemm plan --why` prints.
     pub fn name(self) -> &'static str {
         match self {
             Rule::OneColumnSquare => "ONE_COLUMN_SQUARE",
@@ -88,61 +88,31 @@ pub fn choose_why<'a>(
         },
     );
     let best = best?;
-    // One whole wave of square pairs in one column of tiles gives way to whole twin pairs in one
-    // row (the same call in the other form) priced within `ONE_COLUMN_SQUARE` of it (twenty-ninth
-    // session, forced, two rounds: the twins faster in both at all 11 such shapes measured, by
-    // 0.6–5.5%: 14336×128×4096 twin112 0.98× cuBLAS against 0.93×, 12800×128×2048 0.99×
-    // against 0.94×, 13056×128×1024 1.08× against 1.03×). The square pairs leave 10–16 of 66
-    // pairs idle where the twins fill 128–132 SMs with tiles 112 wide; in two waves
-    // (28672×128×1024) the twins were not faster (1.04× against 1.05×). Measured again after the
-    // thirty-second session's epilogue fix (thirty-fourth session, 16 of its 49 moves, forced,
-    // two rounds): the twins faster in 31 of the 32 readings, by 5.3% at K = 4096 and 8192 and
-    // 1.1–1.4% at K = 1024 and 2048; kept. (With M or N of 128–32768 and the other of 64–256,
-    // no bound up to 1.10 adds a move: one wave in one column is what limits it.)
+    // One whole wave of square pairs in one column leaves 10–16 of 66 pairs idle where whole
+    // twin pairs in one row (the call in its other form) fill the SMs: twins priced within
+    // `ONE_COLUMN_SQUARE` take it (H200, forced: faster at all 11 shapes, 1088fb1, 2026-11-30;
+    // again after the epilogue fix, 7648999, 2026-12-01).
     if let Some(twin) = one_row_twin_whole.filter(|t| {
         best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()
     }) {
         return Some((twin.spec, Some(Rule::OneColumnSquare)));
     }
-    // The wide tile trimmed in many columns gives way to whole waves of square pairs priced
-    // within `WIDE_TRIM_SQUARE` of it (twenty-eighth session, forced, two rounds: faster in both
-    // at 19 of the 20 such shapes measured, by 0.3–5.5%, the rounds split at 4864×2176×16384:
-    // 4864×2176×4096 0.98× cuBLAS against 0.94–0.95×, 3584×2944×4096 0.96–0.97× against
-    // 0.92–0.93×, 5504×1920×8192 0.95× against 0.92×). Three of its whole waves there cost what
-    // five of square pairs do; against the wide tile split it won wherever it was measured
-    // (twenty-seventh session; at 8 of these 20, 0.92–1.01× against 0.87–0.97×). Measured
-    // again after the thirty-second session's epilogue fix (30 of the fine grid's 33 moves have
-    // the trimmed tile's last column partly empty), forced, two rounds: level, geometric mean
-    // 1.002× (faster in both at 11, slower in both at 11; per shape 0.98–1.03×); kept.
+    // Three whole waves of the wide tile trimmed in many columns cost what five of square pairs
+    // do: square pairs priced within `WIDE_TRIM_SQUARE` take it (H200, forced: faster at 19 of
+    // 20 shapes, 012e30e, 2026-11-30; level after the epilogue fix, 950b5c2, 2026-12-01).
     //
-    // The wide tile, whole or split, where its last column of tiles is at least half empty,
-    // gives way to whole waves of square pairs priced within `WIDE_HALF_EMPTY_SQUARE` of it
-    // (thirty-first session, forced, two rounds). Against the wide tile split: faster in both at
-    // 59 of the 79 such shapes measured, by up to 27%, slower in both at 3, by 1–2.4%, geometric
-    // mean 1.042× (6016×1664×1024 1.25× the wide tile's speed, 6400×2688×2048 1.12×,
-    // 7808×2176×4096 1.06×). Against the wide tile whole, at all 16 such shapes of the fine grid:
-    // faster in both at 13, slower at 3, by 1.5–3.5%, geometric mean 1.036× (7552×1408×1024
-    // 1.08–1.10×), and at all 4 of `hgemm plan`'s grids by 14–22% in three rounds
-    // (28672×896×1024); priced 6–10% apart, the square pairs lost at 8 of 12. `price` counts
-    // the empty half as work, and still the wide tile ran slower than priced, part of it a
-    // fixed cost of every tile of a partly empty column that v7 no longer pays (thirty-second
-    // session, 8447cd4). Measured again after that fix, two rounds: against the wide tile split
-    // +2.2% over 40 of the moves (faster in both at 17, slower in both at 3); against it whole
-    // −0.7% over the fine grid's 16, +0.4–5% over the grids' 4. Where N takes whole wide tiles
-    // the comparison with the wide tile split was level (35 shapes, 0.95–1.05×): no rule there.
+    // The wide tile with its last column at least half empty runs slower than priced (the empty
+    // half counts as work): square pairs priced within `WIDE_HALF_EMPTY_SQUARE` take it (H200,
+    // forced: 1.04× over 79 shapes, 6d5f310, 2026-12-01; +2.2% after the epilogue fix,
+    // 81a586b). Where N takes whole wide tiles the two were level: no rule there.
     if let Some(rule) = best.square_whole_within
         && let Some(sq) = square_whole.filter(|sq| sq.cost <= best.cost * rule.bound())
     {
         return Some((sq.spec, Some(rule)));
     }
-    // Square pairs split with fewer units than pairs give way to whole waves priced within
-    // `THIN_SQUARE_SPLIT` of them (twenty-sixth session, forced, two rounds: 3072×384×4096 trim
-    // tiles written column-major 0.95× cuBLAS against 0.82×, 11008×128×4096 lean tiles written
-    // column-major 0.97× against 0.85×, 256×4096×11008 slim pairs 1.02× against 0.93–0.97×,
-    // 13824×128×4096 twin pairs 0.97× against 0.89×; faster in both rounds at all 14 of the 20
-    // shapes of `hgemm plan`'s grids this moves that were measured, by 2–15%, the other six
-    // their transposes or the same at another K). Against other split schedules square pairs
-    // are priced about right: 10% dearer, they went to other splits that lost at 10 of 18.
+    // Square pairs split with fewer units than pairs run slower than priced: whole waves priced
+    // within `THIN_SQUARE_SPLIT` take them (H200, forced: faster at all 14 shapes measured, by
+    // 2–15%, 7cab46c, 2026-11-30).
     match best_whole {
         Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => {
             Some((w.spec, Some(Rule::ThinSquareSplit)))
@@ -199,12 +169,8 @@ pub fn price<'a, 'b>(
         let args = op.shape_args();
         let waves = match sched.filter(|_| op.stream_k) {
             // With stream-K the last wave may be split: count it in K blocks, and the split part
-            // of the path (past the whole waves) 10% longer than it is (split units lose their
-            // L2 reuse and wait for fix-ups: on the H200, split 128×256 tiles that the path put
-            // up to 4% ahead of whole 128×192 ones ran 2–6% behind them at 3000³, 3072³,
-            // 1536×6144×4096 and 768×8192×8192). The whole waves before it pay nothing: 6% of
-            // the whole path kept the mid tile whole where seven waves of wide tiles and a split
-            // one ran 2–5% faster (2048×15360×4096, 3584×15360×8192; thirtieth session).
+            // of the path `SPLIT_PENALTY` longer (split units lose their L2 reuse and wait for
+            // fix-ups); the whole waves before it pay nothing (H200, 65eeaf8, 2026-12-01).
             Some(sk) if sk.num_kb > 0 => {
                 let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
                 whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
@@ -222,11 +188,8 @@ pub fn price<'a, 'b>(
             kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
             _ => 1.0,
         };
-        // The trim tile side by side runs faster than its one-column rate says: 1.03 of it picks
-        // it where it was measured against the slim pairs `auto` ran (twenty-second session:
-        // 1024×320×8192 0.94–1.04× cuBLAS against 0.83–0.86×, 1024×288×8192 0.99× against 0.89×)
-        // and moves nothing else of `hgemm plan`'s grid but their transposes; 1.05 would take
-        // 3000×320×8192 from the mid tile trimmed, not measured.
+        // Trimmed tiles side by side run faster than their one-column rates say
+        // (`TRIM_SIDE_BY_SIDE`, `MID_TRIM_MANY_COLUMNS`).
         let side_by_side = match ((s.tile_m, s.tile_n), columns_of_tiles(s, op)) {
             (TRIM, 2..) => TRIM_SIDE_BY_SIDE,
             (MID_TRIM, 5..) => MID_TRIM_MANY_COLUMNS,
@@ -245,82 +208,31 @@ pub fn price<'a, 'b>(
         if !s.general || refusal(s, &kop).is_some() {
             return None;
         }
-        // A tile without a cluster reads all of its operands itself: where M takes more than
-        // one row of them and N more than one column, pairs sharing one (B, or A for the
-        // twins) win even with half their tiles idle (96×8192×8192 on the H200: 0.64× cuBLAS
-        // for 64×64 tiles, 0.93× for pairs of 64×128). With one column, B is a few rows that
-        // every tile reads from L2.
+        // A tile without a cluster reads all of its operands itself: with more than one row and
+        // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
+        // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
         let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-        // On a tie between the lean tile and its column-major form, the form of the call
-        // whose M (the side pairs stack along) is the shorter: measured 3.6–8% faster at
-        // 4096×288…384×4096 and 2048×768×4096 (twelfth session), as at 1536×1024×4096 and
-        // 3072×512×4096 (ninth). For the mid tile the same measurements found no such rule
-        // (from −1.4% to +6%), so its ties keep the first entry.
+        // A tie between the lean tile and its column-major form goes to the form whose M (along
+        // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
+        // tile showed no such rule, so its ties keep the first entry.
         let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-        // Tiles that boxes do not divide run side by side only as far as that was measured
-        // (twenty-second session): the trimmed tiles in two columns; not the 64×96 pair
-        // (8192×192×8192: 0.72× cuBLAS in two columns against 0.88× for lean tiles). The
-        // 160-column tiles also in four (N of 481–640, which the cost takes from 513), where
-        // they beat what `auto` ran before at 26 of 28 shapes, by up to 18% (twenty-third
-        // session: the mid tile trimmed at 8192×600×8192 0.90× against 0.78× for square
-        // pairs, 600×8192×8192 0.91× against 0.77× for mid tiles; the trim tile at
-        // 2048×640×4096 0.95× against 0.86× for square pairs): the trim tile only where that
-        // is one wave of whole tiles, as at M = 2048, the only M it was measured at; the mid
-        // tile trimmed not in three, which lost at 6 of 7 (8192×480×8192: 0.89× against 0.92×
-        // for wide tiles).
-        //
-        // Twin pairs in several columns of pairs wherever they fill at most one wave, share the
-        // larger operand, and, split by K, give each pair at least half a unit (within a K
-        // block), so that no unit is cut in three. Twenty-fifth session, forced against what
-        // `auto` ran: 4096×448×4096 1.02× cuBLAS against 0.88× for square pairs,
-        // 384×4096×4096 1.00× against 0.91× for lean tiles, 4096×320×8192 0.99× against 0.87×
-        // for trim tiles, 1024×640×4096, split, 0.96× against 0.81× for slim pairs; of the 55
-        // shapes measured that this takes, faster in both rounds at 44, slower in both at 4
-        // (3072×448×4096, split, 0.92× against 0.96× for lean tiles, whole; 768×1024×8192
-        // −1%). Shares under half a unit lost at 4 of 7 (1024×448×4096 0.82× against 0.91×
-        // for slim pairs). In two waves, pairs along M of tiles twice the size fill one
-        // (8192×320×8192: 0.97× against 1.02× for the mid tile trimmed); where A is the
-        // smaller operand, the pair would share the one that stays in L2, except in one row of
-        // pairs (M ≤ 128 in the kernel's form), where every tile reads each operand once:
-        // there twins as large as the lean tile or larger run wherever their units are whole,
-        // at `ONE_ROW_TWIN` (cuBLAS's design at 128×14336×4096, `…_112x128_64x7_2x1`:
-        // twin112 1.02× against split lean pairs' 0.92×, 14336×128×4096 1.00× against split
-        // square pairs' 0.90×, 128×28672×8192 1.00× against 0.98×; the 80-wide twin was not
-        // measured there).
-        //
-        // The 160-column tiles also in five columns or more, where they make at most two waves
-        // of whole tiles at a K no shorter than the rates were fitted at (twenty-sixth
-        // session, forced against what `auto` ran, two rounds: 512×5120×8192 1.02× cuBLAS
-        // against 0.92× for wide tiles split, 10240×256×4096 0.98× against 0.83× for square
-        // pairs split, 256×5120×4096 0.97× against 0.88× for the same, as trim tiles; faster
-        // in both rounds at 38 of 39 shapes at K ≥ 4096, level at 896×2560×8192). At
-        // K = 1024 they lost at 3 of 6 (640×3072×1024: 0.82–0.85× against slim pairs'
-        // 0.97–1.02×).
-        //
-        // Twin pairs also where they share the smaller operand, if they fill one whole wave, the
-        // other side is at most 1.5 times theirs and K is as deep as the rates were fitted at
-        // (twenty-seventh session, found by `Gemm::tune`, then forced against what `auto` ran,
-        // two rounds: 1024×1280×8192 twin80 0.97–0.98× cuBLAS against 0.90–0.91× for trim
-        // tiles, 1280×1024×4096 0.96–0.97× against 0.87–0.88×, 1024×1536×4096 twin96 0.99×
-        // against lean tiles' 0.93×; faster in both rounds at all 8 such shapes at K of 4096 and
-        // 8192, by 3–10%). At K = 1024 they lost at 1 of 4 and split the rounds at another
-        // (1024×1536×1024 1.12–1.26× against 1.32–1.34×). Where the same twins sharing the
-        // larger operand are priced as low, those run (`Priced::twin_on_smaller`): of the
-        // fine grid's moves measured in the twenty-eighth session, the five from twins sharing
-        // the larger operand to the same twins sharing the smaller lost in both rounds, by 1–11%
-        // (1024×1152×4096 twin80 1.00–1.05× cuBLAS against 1.12–1.13×, 1152×1280×4096 twin96
-        // 0.98× against 1.06×), where the five from square pairs won (1536×1152×4096 twin112
-        // 1.00× against 0.87×).
-        //
-        // The wide tile trimmed also in five columns or more, where it makes at most three
-        // whole waves at that depth (twenty-seventh session, the same method: 512×7168×4096
-        // 1.00–1.03× against 0.89× for mid tiles, 14336×256×4096 1.07× against 0.92–0.93×,
-        // 256×28672×4096 1.05× against wide tiles split, 1.00×; faster in both rounds at all 46
-        // shapes of `hgemm plan`'s grids this moves, by 0.2–16%, geometric mean 0.957× → 1.029×).
-        // Without the wave bound it would also take shapes of many waves from the wide tile,
-        // such as 12288³, where tuning finds the wide tile faster; with fewer than two rows of
-        // tiles (M of 129–255, measured from 256) it would take 14336×208×4096 from the one
-        // column of the same tile the thirteenth session measured.
+        // Tiles that boxes do not divide run side by side only as far as that was measured on
+        // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case below
+        // one measured win:
+        // - the trimmed tiles in two columns, not the 64×96 pair (e92189f);
+        // - the 160-column tiles in four columns: the mid tile trimmed always, the trim tile
+        //   where that is one whole wave (e0716e8);
+        // - twin pairs sharing the larger operand in one wave, each pair at least half a unit
+        //   (de2b36d); in one row of pairs, twins at least as large as the lean tile wherever
+        //   their units are whole, at `ONE_ROW_TWIN` (163c4f7);
+        // - the 160-column tiles in five columns or more, in at most two whole waves at a
+        //   calibrated K (1e44dc6; at K = 1024 they lost at 3 of 6);
+        // - twin pairs sharing the smaller operand in one whole wave, the other side at most
+        //   1.5 times theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
+        //   (`Priced::twin_on_smaller`, 56d947e);
+        // - the wide tile trimmed in five columns or more, in at most three whole waves at a
+        //   calibrated K and two rows of tiles or more (c8c9f88): more waves would take shapes
+        //   such as 12288³, where tuning finds the wide tile faster.
         // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
         let sched = s.schedule(&kop.shape_args(), persistent_clusters(s, sms / s.cluster));
         let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
@@ -400,7 +312,7 @@ const SQUARE: (u32, u32) = (128, 128);
 const WIDE: (u32, u32) = (128, 256);
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
 /// tile with a half-empty last column (see `choose`): the measured ones were priced up to 5%
-/// dearer, and ran 0.97–1.27× as fast (0.93–1.11× after the thirty-second session's fix).
+/// dearer, and ran 0.97–1.27× as fast (0.93–1.11× after the epilogue fix, 81a586b).
 const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
 /// How much dearer whole waves of square pairs may be priced and still take a call from the wide
 /// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
@@ -408,10 +320,8 @@ const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
 const WIDE_TRIM_SQUARE: f64 = 1.01;
 
 /// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
-/// 1.7% of 8192³ (128 blocks) and 4% of 4096³ and 6144³ (64 and 96) before it was held, 2.2–2.6
-/// blocks. With it, `auto` takes held 128×256 tiles over 128×192 ones at large M and N and K of
-/// 512–2048, and nowhere else (8192×8192×1024: 1.035× cuBLAS against 0.951×, ×2048 1.031×
-/// against 0.990×, fifteenth session).
+/// 2.2–2.6 blocks before it was held (H200, 5ca1795, 2026-11-30), which is what takes held
+/// 128×256 tiles over 128×192 ones at large M and N and K of 512–2048, and nowhere else.
 const EPILOGUE_KB: f64 = 2.0;
 /// The shortest K, in blocks, of the measurements `tile_efficiency` was fitted to (3000³,
 /// 3072³): each efficiency already includes the epilogue's share at that depth or deeper.
@@ -426,11 +336,8 @@ const TRIM_SIDE_BY_SIDE: f64 = 1.03;
 /// The mid tile trimmed to 160 columns.
 const MID_TRIM: (u32, u32) = (128, 160);
 /// The mid tile trimmed's rate in five columns of tiles or more, relative to one (see `choose`):
-/// two waves of them beat wide tiles split by more than the two rates say (twenty-sixth
-/// session: 1024×5120×5120 0.97× cuBLAS against 0.91×, 512×10240×8192 0.98× against 0.945×,
-/// 2048×1280×8192 0.98–1.00× against 0.88×). 1.05 takes those; 1.0 leaves 22 shapes of `hgemm
-/// plan`'s grids to the split, 1.06 moves 3 more, unmeasured. It misses 1024×5120×13824 (0.975×
-/// against 0.94–0.96×).
+/// two waves of them beat wide tiles split by more than the two rates say (H200, 1e44dc6,
+/// 2026-11-30); 1.05 takes the measured wins and moves no unmeasured shape.
 const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
 /// The wide tile trimmed to 224 columns.
 const WIDE_TRIM: (u32, u32) = (128, 224);
@@ -440,13 +347,8 @@ const NARROW96: (u32, u32) = (64, 96);
 /// The twin pairs' rate (`tile_efficiency`).
 const TWIN: f64 = 0.85;
 /// The twin pairs' rate in one row of pairs and several columns (`choose`): just under the lean
-/// tile's, so that where both make the same whole wave the lean pairs keep it (twenty-fifth
-/// session: 128×12288×4096 lean 1.01× cuBLAS against twin96 0.98×, 128×11008×4096 level at
-/// 0.93×), while whole twins take what lean or square pairs split (128×14336×4096 twin112 1.02×
-/// against lean 0.92×, 14336×128×4096 1.00× against square pairs' 0.90×). 0.76–0.77 pick the
-/// faster entry at 12 of the 14 shapes measured; the two missed keep what `auto` ran before
-/// (96×12288×1024: twin96 1.08× against 64×96 pairs' 0.96×, split; 128×22016×1024 1.02× against
-/// lean 0.99×).
+/// tile's, so that where both make the same whole wave the lean pairs keep it, while whole twins
+/// take what lean or square pairs split (H200: right at 12 of 14 shapes, 163c4f7, 2026-11-30).
 const ONE_ROW_TWIN: f64 = 0.77;
 /// The lean tile's rate (`tile_efficiency`).
 const LEAN_RATE: f64 = 0.78;
@@ -454,29 +356,20 @@ const LEAN_RATE: f64 = 0.78;
 /// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
 fn tile_efficiency(s: &KernelSpec) -> f64 {
     if s.cluster_along_n {
-        // The twin pairs: 0.85 picks the faster entry at 37 of the 38 shapes measured against
-        // them (twenty-fourth session: 8192×160×8192 twin80 1.00× cuBLAS against the trim tile's
-        // 0.88×, 8192×208×8192 twin112 1.04× against square pairs' 0.90×; at M = 16384 the pairs
-        // along M of larger tiles, one wave where twins take two: 16384×160×4096 midtrim 0.99×
-        // against twin80 0.97×, 16384×192×4096 mid 1.00× against twin96 0.95×), and so does
-        // anything from 0.845 to 0.89; below, 224×2048×8192 goes back to slim pairs (1.22×
-        // against 1.38×), from 0.9 ties move 16384×152×8192 to the twins. The one no value
-        // catches with the others: 6144×208×4096, lean tiles written column-major 0.95× against
-        // 0.91× for the twins, split.
+        // The twin pairs: anything from 0.845 to 0.89 picks the faster entry at 37 of the 38
+        // shapes measured against them (H200, 91ffc57, 2026-11-30).
         return TWIN;
     }
     match (s.tile_m, s.tile_n) {
         // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
-        // (ninth session: 128×16384×8192 slim 0.969 against lean 0.951, 8192×136×8192 lean
-        // 0.816 against mid 0.765).
+        // (H200, 5596121, 2026-11-30).
         LEAN => LEAN_RATE,
         // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
-        // 0.70 and 0.80 each miss one (thirteenth session: 144×14336×4096 trim 0.83× cuBLAS
-        // against mid 0.78×, 16384×144×4096 mid 0.875× against trim 0.85×).
+        // 0.70 and 0.80 each miss one (H200, 65280de, 2026-11-30).
         TRIM => 0.75,
         // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
         // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
-        // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (thirteenth session).
+        // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (H200, 8bff26d).
         MID_TRIM => 0.9,
         // The wide tile trimmed to 224 columns: 0.95 picks the faster entry on every shape
         // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%

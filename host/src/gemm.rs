@@ -266,8 +266,9 @@ impl Gemm {
     /// where its entry can write this C, else what `auto`'s price picks among those that can.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
         tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
-            self.prices
-                .get(op, col_major_writable, || tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable))
+            self.prices.get(op, col_major_writable, || {
+                tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
+            })
         })
     }
 

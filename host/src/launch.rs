@@ -124,7 +124,9 @@ mod tests {
         let maps = [sys::CUtensorMap { opaque: [0; 16] }; 6];
         let shape = LaunchShape::plain(1, 128, 0);
         // SAFETY: refused before anything is launched (no function, no stream).
-        let r = unsafe { launch_gemm(std::ptr::null_mut(), &shape, std::ptr::null_mut(), &maps, &GemmArgs::new(64, 64, 512, 0)) };
+        let r = unsafe {
+            launch_gemm(std::ptr::null_mut(), &shape, std::ptr::null_mut(), &maps, &GemmArgs::new(64, 64, 512, 0))
+        };
         assert!(matches!(&r, Err(Error::InvalidShape(s)) if s.contains("at most five")), "{r:?}");
     }
 }

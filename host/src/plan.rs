@@ -38,8 +38,8 @@ impl LaunchShape {
     /// at once), and no more clusters than tiles unless its stream-K schedule splits tiles
     /// between them; a second row would compute every tile again, and with beta ≠ 0 read a C
     /// another row may already have updated. A per-tile kernel gets a row per batch entry.
-    /// `stream_k` allows the split. Only for `args` of a call [`supports`](crate::op::supports)
-    /// accepts (its tile count fits the kernels' 32-bit walk); [`op::shape`](crate::op::shape)
+    /// `stream_k` allows the split. Only for `args` of a call [`supports`]
+    /// accepts (its tile count fits the kernels' 32-bit walk); [`shape`]
     /// is the checked way in.
     pub(crate) fn new(spec: &KernelSpec, args: &GemmArgs, max_clusters: u32, stream_k: bool) -> LaunchShape {
         let tiles = spec.scheduler(args.m, args.n).num_tiles();

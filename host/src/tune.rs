@@ -109,8 +109,8 @@ pub fn candidates(
     priced: Choice,
     opts: &TuneOptions,
 ) -> Vec<(Choice, f64)> {
-    let split =
-        choose::price(kernels.iter().copied(), op, sms).map(|p| (Choice { kernel: p.spec, split: op.stream_k }, p.cost));
+    let split = choose::price(kernels.iter().copied(), op, sms)
+        .map(|p| (Choice { kernel: p.spec, split: op.stream_k }, p.cost));
     // The same entries run whole, where their schedule would split (`price` then counts whole waves).
     let whole_op = op.stream_k(false);
     let whole = choose::price(kernels.iter().copied(), &whole_op, sms)
@@ -234,11 +234,9 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     }
 
     // A sample is `sample_ms` of back-to-back calls after two thirds as long untimed, as in
-    // `hgemm bench`. The card is power-capped and its clock follows the draw of the last tens
-    // of milliseconds: with 20 ms samples after 13 ms, the wide tile read 2–4% slower and the
-    // square tile 3–5% faster than in `hgemm bench` at 1024×4096×11008 and ×14336 (H200,
-    // twenty-seventh session), so that tuning took the square tile where it is 7% slower; with
-    // 60 ms after 40 ms, tuning ordered all six shapes measured as the bench did.
+    // `hgemm bench`: the power-capped card's clock follows the draw of the last tens of
+    // milliseconds, and shorter samples (20 ms after 13 ms) misordered the wide and square tiles
+    // (H200, cf83500, 2026-11-30); 60 ms after 40 ms ordered all six shapes as the bench did.
     let (calls, warmup) = testing::sample_calls(testing::macs(op), set_bytes, opts.sample_ms);
     let sample = |launches: &[Prepared]| -> Result<f64> {
         // SAFETY: prepared on this function's buffers, alive until it returns, used on this one stream.
@@ -315,7 +313,7 @@ mod tests {
             }
         }
         // Where auto's pick splits, the same entry whole is weighed too (256×22016×4096: wide
-        // tiles split, mid tiles split 2–5% faster in the twenty-sixth session).
+        // tiles split, mid tiles split 2–5% faster on the H200, 7aade7e, 2026-11-30).
         let op = GemmOp::new(256, 22016, 4096);
         let c = candidates(
             &hopper,

@@ -463,7 +463,8 @@ mod tests {
             .c(Layout::ColMajor, 1000)
             .beta(1.0)
             .batched(3, 1000 * 1000, 1000 * 1000, 1000 * 1000);
-        let pick = choose::choose(hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper), &scaled, 132).unwrap();
+        let pick =
+            choose::choose(hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper), &scaled, 132).unwrap();
         t.insert(&scaled, Choice { kernel: pick, split: true }).unwrap();
         t.insert(&GemmOp::new(64, 64, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: false })
             .unwrap();

@@ -96,8 +96,8 @@ fn plan_runs_without_a_gpu() {
 #[test]
 fn the_llm_table_is_what_plan_llm_runs() {
     // The table of LLM layers (`docs/shapes.md`) has a row per N×K and a column per M; its bold
-    // cells are the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth
-    // session's rule). `hgemm plan --llm` must list the same 90 shapes.
+    // cells are the shapes where `auto` runs a 160-column tile in many columns (the rule of
+    // 1e44dc6, 2026-11-30). `hgemm plan --llm` must list the same 90 shapes.
     let doc = include_str!("../../docs/shapes.md");
     let rows = table_rows(doc, "| N×K | layer | M = 256 |");
     let header = doc.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
