@@ -276,9 +276,10 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<Launch
     Ok(LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k))
 }
 
-/// The launch [`choose_offline`] works out for `spec`, however it was chosen; an error where
-/// [`shape`] gives one (`spec` does not support `op`, nothing to launch, or fewer SMs than a
-/// cluster).
+/// The launch of `spec` for `op` on a GPU with `sms` SMs, worked out without a GPU (what `hgemm
+/// plan` prints, with `auto`'s pick from `choose_offline`): a persistent grid is taken to hold
+/// one CTA per SM; an error where [`shape`] gives one (`spec` does not support `op`, nothing to
+/// launch, or fewer SMs than a cluster).
 pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> Result<LaunchShape> {
     shape(spec, op, sms / spec.cluster)
 }

@@ -124,10 +124,12 @@ impl Gemm {
         unsafe { launch::launch_raw(func.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
 
-    /// Launch the deliberately broken pipeline `hgemm_hang_test` (two CTAs of 64 threads that
-    /// wait on a barrier nobody completes): it traps after the guard's limit.
+    /// Launch `hgemm_hang_test`, a deliberately broken pipeline (two CTAs of 64 threads wait on an
+    /// mbarrier whose phase expects 1024 bytes that no copy delivers), on `stream`. The next
+    /// [`Gemm::synchronize`] fails with [`Error::Hang`] after
+    /// [`LIMIT_NS`](crate::hang::LIMIT_NS), and the context is unusable from then on.
     #[cfg(feature = "hang-guard")]
-    pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
+    pub fn launch_broken_pipeline(&self, stream: &CudaStream) -> Result<()> {
         let shape = LaunchShape::plain(2, 64, 16);
         self.before_launch(Some("hgemm_hang_test"))?;
         // SAFETY: hgemm_hang_test takes no parameters.
@@ -137,13 +139,32 @@ impl Gemm {
     /// Launch `hgemm_hang_flag_test` (one CTA of 32 threads whose thread 0 waits for the u32 at
     /// `flag` to become nonzero): with `flag` zero, it traps after the guard's limit.
     #[cfg(feature = "hang-guard")]
-    pub(crate) fn hang_flag_test_raw(&self, stream: &CudaStream, flag: u64) -> Result<()> {
+    fn hang_flag_test_raw(&self, stream: &CudaStream, flag: u64) -> Result<()> {
         let shape = LaunchShape::plain(1, 32, 0);
         self.before_launch(Some("hgemm_hang_flag_test"))?;
         let mut flag = flag;
         let mut params: [*mut std::ffi::c_void; 1] = [&mut flag as *mut u64 as *mut _];
         // SAFETY: hgemm_hang_flag_test(flag: u64); the caller keeps the flag's memory alive.
         unsafe { launch::launch_raw(self.hang.flag_test_kernel.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// Launch `hgemm_hang_flag_test`, a finishing worker whose earlier worker never publishes its
+    /// partial sums (thread 0 of one CTA waits, as `Partial::wait` does, on a zeroed flag in a
+    /// device allocation this returns; keep it alive until the failure is seen), on `stream`. The
+    /// next [`Gemm::synchronize`] fails with [`Error::Hang`] after
+    /// [`LIMIT_NS`](crate::hang::LIMIT_NS), and the context is unusable from then on.
+    #[cfg(feature = "hang-guard")]
+    pub fn launch_unpublished_flag(
+        &self,
+        stream: &std::sync::Arc<CudaStream>,
+    ) -> Result<cudarc::driver::CudaSlice<u32>> {
+        use cudarc::driver::DevicePtr;
+        let flag = stream.alloc_zeros::<u32>(1).map_err(|e| Error::driver("cuMemAlloc", e))?;
+        let (ptr, guard) = flag.device_ptr(stream);
+        self.hang_flag_test_raw(stream, ptr)?;
+        // The guard records the flag's use on `stream` when dropped: after the launch.
+        drop(guard);
+        Ok(flag)
     }
 }
 
