@@ -2,7 +2,7 @@
 //! kernel `auto` runs for a shape, and whether it splits tiles, worked out without a GPU. Needs
 //! no GPU.
 
-use hgemm::{GemmOp, KernelSpec, op};
+use hgemm::{GemmOp, KernelSpec, choose};
 use hgemm_kernels::spec::Family;
 use std::process::Command;
 
@@ -11,7 +11,7 @@ use std::process::Command;
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
     let (spec, shape) =
-        op::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
+        choose::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
     (spec.name, shape.split.is_some())
 }
 
