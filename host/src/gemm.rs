@@ -2,16 +2,19 @@
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::launch::{self, LaunchShape};
-use crate::op::{self, GemmOp};
-use crate::tune::{self, Choice, TuneOptions, TuneTable, Tuning};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, result, sys};
+use crate::graph::Capture;
+use crate::launch;
+use crate::op::GemmOp;
+use crate::plan::{self, LaunchShape};
+use crate::tuned::{self, Choice, PriceCache, TuneTable};
+use crate::workspace::Workspaces;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, sys};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
-use hgemm_kernels::hopper::ceiling::CeilingSpec;
-use hgemm_kernels::spec::{Family, Grid, KernelSpec};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use hgemm_kernels::spec::{Family, KernelSpec};
+use std::sync::{Arc, RwLock};
+
+mod utility;
 
 /// A checked and encoded call, from [`Gemm::prepare`].
 pub enum Prepared {
@@ -39,104 +42,6 @@ pub enum Prepared {
     },
 }
 
-/// Which stream a stream-K workspace belongs to: its handle, and for the per-thread default stream
-/// the thread. `CU_STREAM_PER_THREAD` (cudarc's `per_thread_stream`) is the one handle 0x2 on every
-/// thread, but a different stream on each, whose launches may overlap (CUDA Runtime API, "Stream
-/// synchronization behavior"); the legacy default stream (the null handle) is one stream for all.
-/// Launches captured into a graph have workspaces of their own, one per stream of the capture
-/// sequence (`capture`: its id): a graph's kernels run wherever and whenever it is launched, in
-/// no stream's order, so they may share a workspace with nothing but the launches captured
-/// beside them on the same stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct WorkspaceKey {
-    stream: usize,
-    thread: Option<std::thread::ThreadId>,
-    capture: Option<u64>,
-}
-
-impl WorkspaceKey {
-    const PER_THREAD: usize = 0x2;
-
-    fn of(stream: &CudaStream, capture: Option<u64>) -> WorkspaceKey {
-        let stream = stream.cu_stream() as usize;
-        let thread = (stream == Self::PER_THREAD).then(|| std::thread::current().id());
-        WorkspaceKey { stream, thread, capture }
-    }
-}
-
-/// Workspaces whose graphs are gone: the destructor of the CUDA user object each graph holds
-/// ([`release_from_graph`]) puts the address here, and the handle frees it at its next chance
-/// ([`Gemm::free_released`]), since the destructor may not call CUDA.
-type Released = Arc<Mutex<Vec<u64>>>;
-
-/// What a graph's user object holds: a workspace, and where to put it when the graph is gone.
-struct GraphHold {
-    ptr: u64,
-    released: Released,
-}
-
-/// The destructor of a graph's user object: CUDA runs it once the graph (and every executable
-/// graph made from it) is destroyed and their pending launches have completed (CUDA C++
-/// Programming Guide, "Graph User Objects"), on a thread of its own.
-unsafe extern "C" fn release_from_graph(hold: *mut std::ffi::c_void) {
-    // SAFETY: `hold` is the `Box<GraphHold>` that `Gemm::hold_in_graph` gave the user object,
-    // whose destructor runs once.
-    let hold = unsafe { Box::from_raw(hold as *mut GraphHold) };
-    hold.released.lock().unwrap_or_else(|p| p.into_inner()).push(hold.ptr);
-}
-
-/// A `CUstream` created by the handle.
-struct SideStream(sys::CUstream);
-
-// SAFETY: a CUDA stream may be used from any thread (the driver API is thread-safe).
-unsafe impl Send for SideStream {}
-// SAFETY: as above; the handle only enqueues on it and waits for it.
-unsafe impl Sync for SideStream {}
-
-/// The calling thread in the `RELAXED` stream-capture mode until dropped, then back in its own
-/// (CUDA driver API, `cuThreadExchangeStreamCaptureMode`): while any thread captures a graph in
-/// the default (global) mode, every thread is refused `cuMemAlloc` and `cuMemFree`, which a
-/// workspace that outlives every graph replay may safely take.
-struct RelaxedCapture(sys::CUstreamCaptureMode);
-
-impl RelaxedCapture {
-    fn enter() -> Result<RelaxedCapture> {
-        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: writes the thread's previous mode into `mode`.
-        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
-            .result()
-            .map_err(|e| Error::driver("cuThreadExchangeStreamCaptureMode", e))?;
-        Ok(RelaxedCapture(mode))
-    }
-}
-
-impl Drop for RelaxedCapture {
-    fn drop(&mut self) {
-        // SAFETY: as in `enter`; restores the mode `enter` replaced.
-        let _ = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut self.0) };
-    }
-}
-
-/// A stream's capture state (`cuStreamGetCaptureInfo`).
-struct Capture {
-    status: sys::CUstreamCaptureStatus,
-    /// The capture sequence's id, unique in the process, and the graph it captures into.
-    id: u64,
-    graph: sys::CUgraph,
-}
-
-impl Capture {
-    /// Work enqueued now goes into `graph` (an invalidated capture takes none).
-    fn active(&self) -> bool {
-        self.status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
-    }
-
-    /// A capture has begun and not ended, valid or not: waiting for the stream is refused.
-    fn under_way(&self) -> bool {
-        self.status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-    }
-}
-
 /// A loaded kernel and what its launches need that does not change per call.
 struct Loaded {
     spec: &'static KernelSpec,
@@ -152,26 +57,13 @@ pub struct Gemm {
     info: DeviceInfo,
     family: Family,
     kernels: Vec<Loaded>,
-    /// Bytes of the stream-K workspace: enough for any kernel's largest grid.
-    workspace_bytes: u64,
-    /// One workspace per stream that has run a split launch, and per stream of a capture
-    /// sequence that has captured one: launches on one stream run one after another, on two
-    /// streams they may overlap. A stream's own is freed with the handle or by
-    /// [`Gemm::release_workspace`]; a capture's is held by its graph ([`GraphHold`]).
-    workspaces: Mutex<HashMap<WorkspaceKey, u64>>,
-    /// Captures' workspaces whose graphs are gone, to be freed.
-    released: Released,
-    /// A stream of the handle's own, used for nothing but clearing new workspaces, so that no
-    /// caller's stream (or graph being captured from it) gets that step.
-    side: SideStream,
-    /// Workspaces `release_workspace` took out of the map but could not wait for: freed with the
-    /// handle.
-    retired: Mutex<Vec<u64>>,
+    /// Stream-K workspaces, by stream.
+    workspaces: Workspaces,
     /// Choices measured by [`Gemm::tune`] or loaded with [`Gemm::load_tuning`], which `auto`
     /// takes before its price.
     tuning: RwLock<TuneTable>,
     /// `auto`'s priced choices by call, so that a call like an earlier one skips the price.
-    prices: tune::PriceCache,
+    prices: PriceCache,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
@@ -217,14 +109,14 @@ impl Gemm {
                 spec.smem_bytes as i32,
             )
             .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
-            let max_clusters = max_active_clusters(&func, spec, &info)?;
+            let max_clusters = launch::max_active_clusters(&func, spec, info.sms)?;
             kernels.push(Loaded { spec, func, max_clusters });
         }
         // Enough for the largest grid any stream-K kernel is launched with.
         let workspace_bytes = kernels
             .iter()
             .filter_map(|l| {
-                let ctas = launch::persistent_clusters(l.spec, l.max_clusters) * l.spec.cluster;
+                let ctas = plan::persistent_clusters(l.spec, l.max_clusters) * l.spec.cluster;
                 l.spec.stream_k.map(|s| hgemm_kernels::sched::Workspace { partial_bytes: s.partial_bytes }.bytes(ctas))
             })
             .max()
@@ -245,18 +137,11 @@ impl Gemm {
             info,
             family,
             kernels,
-            workspace_bytes,
-            workspaces: Mutex::new(HashMap::new()),
-            released: Arc::new(Mutex::new(Vec::new())),
-            retired: Mutex::new(Vec::new()),
             tuning,
-            prices: tune::PriceCache::new(),
+            prices: PriceCache::new(),
             module,
-            // Last, so that no failure above leaves it behind.
-            side: SideStream(
-                result::stream::create(result::stream::StreamKind::NonBlocking)
-                    .map_err(|e| Error::driver("cuStreamCreate", e))?,
-            ),
+            // Last (it creates a stream), so that no failure above leaves it behind.
+            workspaces: Workspaces::new(workspace_bytes)?,
         })
     }
 
@@ -377,46 +262,23 @@ impl Gemm {
         self.choice_at(op, 0)
     }
 
-    /// What `gemm` runs for `op` with C at device address `c` ([`tune::pick`]): the tuned choice
+    /// What `gemm` runs for `op` with C at device address `c` ([`tuned::pick`]): the tuned choice
     /// where its entry can write this C, else what `auto`'s price picks among those that can.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        tune::pick_with(self.tuned(op), op, c, |col_major_writable| {
-            self.prices
-                .get(op, col_major_writable, || tune::priced_for(self.kernels(), op, self.info.sms, col_major_writable))
+        tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
+            self.prices.get(op, col_major_writable, || {
+                tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
+            })
         })
     }
 
-    /// What `auto`'s price picks for `op` ([`op::choose`]), whatever is tuned.
+    /// What `auto`'s price picks for `op` ([`choose`](crate::choose::choose)), whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
         Choice::priced(self.kernels(), op, self.info.sms)
     }
 
     fn tuned(&self, op: &GemmOp) -> Option<Choice> {
         self.tuning.read().unwrap_or_else(|p| p.into_inner()).get(op)
-    }
-
-    /// Time the kernels `auto` weighs for `op`'s shape on this device, on buffers of its own
-    /// (nothing of the caller's is read or written), and from now on run the fastest for every
-    /// call with the same [`TuneKey`](crate::tune::TuneKey): sizes, storage orders, epilogue
-    /// class and whether splitting is allowed. With the default [`TuneOptions`], 2–3 seconds a
-    /// shape; it synchronizes `stream`. A candidate whose result disagrees with `auto`'s pick
-    /// is an [`Error::Tuning`] (a bug to report), never a choice. The tuned kernel's result may
-    /// differ from the untuned one's in the last bits (another order of the same sums); it is
-    /// reproducible for a given table.
-    pub fn tune(&self, stream: &Arc<CudaStream>, op: &GemmOp) -> Result<Tuning> {
-        self.tune_with(stream, op, &TuneOptions::default())
-    }
-
-    /// [`Gemm::tune`] with other samples, candidates or threshold.
-    pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
-        if self.capture(stream)?.under_way() {
-            return Err(Error::Graph(
-                "tuning times kernels and waits for them, which a stream being captured cannot".into(),
-            ));
-        }
-        let tuning = tune::measure(self, stream, op, opts)?;
-        self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, tuning.chosen)?;
-        Ok(tuning)
     }
 
     /// The tuned choices ([`TuneTable::to_text`] saves them).
@@ -438,6 +300,11 @@ impl Gemm {
     /// Forget every tuned choice: `auto` runs what its price picks.
     pub fn clear_tuning(&self) {
         self.tuning.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Run `choice` for every later call with `op`'s key (what [`Gemm::tune`] ends with).
+    pub(crate) fn insert_tuned(&self, op: &GemmOp, choice: Choice) -> Result<()> {
+        self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, choice)
     }
 
     fn run<A, B, C>(
@@ -513,8 +380,9 @@ impl Gemm {
                 // stream, which it then waits for.
                 let _workspaces = match shape.split {
                     Some(sk) => {
-                        let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-                        args.workspace = self.workspace(&mut map, stream)?;
+                        let mut map = self.workspaces.lock();
+                        let capture = self.capture(stream)?;
+                        args.workspace = self.workspaces.get(&mut map, stream, &capture, &|e| self.diagnose(e))?;
                         (args.dp_units, args.share) = (sk.dp_units, sk.share);
                         Some(map)
                     }
@@ -523,97 +391,6 @@ impl Gemm {
                 unsafe { launch::launch_gemm(*func, shape, stream.cu_stream(), maps, &args) }
                     .map_err(|e| self.diagnose(e))
             }
-        }
-    }
-
-    /// The device address of the stream-K workspace for a split launch enqueued on `stream`
-    /// now: the stream's own, or, while the stream is being captured, one for this stream of the
-    /// capture sequence, which its graph holds ([`Gemm::hold_in_graph`]). Either is made on its
-    /// first split launch ([`Gemm::zeroed_workspace`]).
-    fn workspace(&self, map: &mut HashMap<WorkspaceKey, u64>, stream: &CudaStream) -> Result<u64> {
-        // Keyed by the handle (and the thread, for the per-thread stream). A stream dropped while
-        // its launches run keeps its resources until they finish (cuStreamDestroy), so a new
-        // stream given the same handle cannot overlap a launch that still uses this workspace.
-        let capture = self.capture(stream)?;
-        let key = WorkspaceKey::of(stream, capture.active().then_some(capture.id));
-        if let Some(&ptr) = map.get(&key) {
-            return Ok(ptr);
-        }
-        self.free_released(map);
-        let ptr = self.zeroed_workspace()?;
-        if capture.active() {
-            self.hold_in_graph(capture.graph, ptr)?;
-        }
-        map.insert(key, ptr);
-        Ok(ptr)
-    }
-
-    /// A new workspace, its flags and counters at 0 before this returns. Neither step is
-    /// enqueued on the caller's stream, so a graph captured from it holds no allocation and no
-    /// clearing of 17 MiB before each replay (the kernels leave the workspace at 0 when they
-    /// finish).
-    fn zeroed_workspace(&self) -> Result<u64> {
-        let bytes = self.workspace_bytes as usize;
-        let _relaxed = RelaxedCapture::enter()?;
-        // SAFETY: the context is current (before_launch); the memory is ours until Drop,
-        // `release_workspace` or the end of the graph that holds it.
-        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| self.diagnose(Error::driver("cuMemAlloc", e)))?;
-        // SAFETY: `ptr` holds `bytes`; the side stream is the handle's, and only this function
-        // uses it, under the workspaces' lock.
-        let cleared = unsafe { result::memset_d8_async(ptr, 0, bytes, self.side.0) }
-            .map_err(|e| Error::driver("cuMemsetD8Async", e))
-            .and_then(|()| {
-                unsafe { result::stream::synchronize(self.side.0) }.map_err(|e| Error::driver("cuStreamSynchronize", e))
-            });
-        if let Err(e) = cleared {
-            // SAFETY: allocated above; the clearing failed, so nothing uses it.
-            let _ = unsafe { result::free_sync(ptr) };
-            return Err(self.diagnose(e));
-        }
-        Ok(ptr)
-    }
-
-    /// Give the graph being captured a CUDA user object that holds workspace `ptr`: when the
-    /// graph is gone, the workspace goes to [`Gemm::free_released`]. On an error the workspace
-    /// is freed (or, once the user object exists, released through it).
-    fn hold_in_graph(&self, graph: sys::CUgraph, ptr: u64) -> Result<()> {
-        let hold = Box::into_raw(Box::new(GraphHold { ptr, released: self.released.clone() }));
-        let mut object = std::ptr::null_mut();
-        let flags = sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32;
-        // SAFETY: the destructor takes back `hold`; CUDA requires the flag given.
-        let created =
-            unsafe { sys::cuUserObjectCreate(&mut object, hold as *mut _, Some(release_from_graph), 1, flags) };
-        if let Err(e) = created.result() {
-            // SAFETY: the user object was not made, so `hold` is still ours; nothing uses `ptr`.
-            drop(unsafe { Box::from_raw(hold) });
-            let _relaxed = RelaxedCapture::enter();
-            let _ = unsafe { result::free_sync(ptr) };
-            return Err(Error::driver("cuUserObjectCreate", e));
-        }
-        // The one reference moves to the graph (and from it to each executable graph made of it).
-        let moved = sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE as u32;
-        // SAFETY: `graph` is the graph being captured, to which CUDA allows adding user objects.
-        if let Err(e) = unsafe { sys::cuGraphRetainUserObject(graph, object, 1, moved) }.result() {
-            // The reference is still ours: releasing it runs the destructor, which releases `ptr`.
-            // SAFETY: the one reference `cuUserObjectCreate` gave us.
-            let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
-            return Err(Error::driver("cuGraphRetainUserObject", e));
-        }
-        Ok(())
-    }
-
-    /// Free the workspaces of graphs that are gone (their launches have completed), and forget
-    /// their captures' entries.
-    fn free_released(&self, map: &mut HashMap<WorkspaceKey, u64>) {
-        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(|p| p.into_inner()));
-        if released.is_empty() {
-            return;
-        }
-        map.retain(|key, ptr| key.capture.is_none() || !released.contains(ptr));
-        let _relaxed = RelaxedCapture::enter();
-        for ptr in released {
-            // SAFETY: allocated by `zeroed_workspace`; its graph and the graph's launches are done.
-            let _ = unsafe { result::free_sync(ptr) };
         }
     }
 
@@ -633,31 +410,14 @@ impl Gemm {
                 "the stream is being captured into a graph: its workspace can only be released once the capture has ended".into(),
             ));
         }
-        // Out of the map first: every launch that took this workspace was enqueued on `stream`
-        // under the lock, so the wait below covers them all, and later ones allocate anew.
-        let removed = {
-            let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-            self.free_released(&mut map);
-            map.remove(&WorkspaceKey::of(stream, None))
-        };
-        let Some(ptr) = removed else {
-            return Ok(());
-        };
         // (The context is current: `capture` made it so.)
-        if let Err(e) = self.synchronize(stream) {
-            // Launches may still use it: freed with the handle, after the context's wait.
-            self.retired.lock().unwrap_or_else(|p| p.into_inner()).push(ptr);
-            return Err(e);
-        }
-        let _relaxed = RelaxedCapture::enter();
-        // SAFETY: allocated by `workspace` in this context; nothing enqueued on the stream is left.
-        unsafe { result::free_sync(ptr) }.map_err(|e| Error::driver("cuMemFree", e))
+        self.workspaces.release(stream, || self.synchronize(stream))
     }
 
     /// Bytes of device memory one stream's stream-K workspace takes (enough for any kernel's
     /// largest grid): what each stream that has run a split call holds.
     pub fn workspace_bytes(&self) -> u64 {
-        self.workspace_bytes
+        self.workspaces.bytes()
     }
 
     fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
@@ -671,7 +431,7 @@ impl Gemm {
                     .iter()
                     .find(|l| l.spec.name == k.name)
                     .ok_or_else(|| Error::UnknownKernel(k.name.to_string()))?;
-                op::supports(l.spec, op)?;
+                plan::supports(l.spec, op)?;
                 (l, *op)
             }
             None => {
@@ -704,11 +464,11 @@ impl Gemm {
         // With K = 0 the kernel reads neither A nor B: let their maps name C's memory, rounded
         // down to the 16 bytes TMA wants (never read, so C's own alignment is C's check).
         let (pa, pb) = if op.k == 0 { (pc & !15, pc & !15) } else { (pa, pb) };
-        let plan = op::plan(spec, op, pa, pb, pc)?;
+        let plan = plan::plan(spec, op, pa, pb, pc)?;
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),
-            shape: op::shape(spec, op, loaded.max_clusters)?,
+            shape: plan::shape(spec, op, loaded.max_clusters)?,
             maps: plan.maps.iter().map(|m| m.encode()).collect::<Result<_>>()?,
             args: plan.args,
         })
@@ -755,37 +515,9 @@ impl Gemm {
     }
 
     /// Whether work enqueued on `stream` now is captured into a graph, and into which.
-    fn capture(&self, stream: &CudaStream) -> Result<Capture> {
+    pub(crate) fn capture(&self, stream: &CudaStream) -> Result<Capture> {
         self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
-        let mut c = Capture {
-            status: sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
-            id: 0,
-            graph: std::ptr::null_mut(),
-        };
-        // SAFETY: a query of a stream of this context; the dependencies and edges are not asked for.
-        let queried = unsafe {
-            sys::cuStreamGetCaptureInfo_v3(
-                stream.cu_stream(),
-                &mut c.status,
-                &mut c.id,
-                &mut c.graph,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        match queried {
-            sys::CUresult::CUDA_SUCCESS => {}
-            // The legacy default stream, while a stream that synchronizes with it is captured.
-            sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
-                return Err(Error::Graph(
-                    "the legacy default stream cannot be used while another stream of the context is being captured"
-                        .into(),
-                ));
-            }
-            e => return Err(self.diagnose(Error::driver("cuStreamGetCaptureInfo", e.result().unwrap_err()))),
-        }
-        Ok(c)
+        Capture::of(stream, |e| self.diagnose(e))
     }
 
     /// Make this handle's context current on the calling thread (the raw launches below need it,
@@ -801,142 +533,6 @@ impl Gemm {
         let _ = waits;
         Ok(())
     }
-
-    /// Fill `len` bf16 at `ptr` with `bits` (used for poisoning and for K = 0).
-    pub(crate) fn fill_raw(&self, stream: &CudaStream, ptr: u64, len: usize, bits: u16) -> Result<()> {
-        let (mut p, mut n) = (ptr, len as u64);
-        let mut params: [*mut std::ffi::c_void; 3] =
-            [&mut p as *mut u64 as *mut _, &mut n as *mut u64 as *mut _, &bits as *const u16 as *mut _];
-        let shape = fill_shape(len, self.info.sms);
-        self.before_launch(None)?;
-        // SAFETY: the parameters match hgemm_fill_u16(ptr, n, bits); the caller owns ptr[..len].
-        unsafe { launch::launch_raw(self.fill_u16.cu_function(), &shape, stream.cu_stream(), &mut params) }
-    }
-
-    /// Fill `len` bf16 at `ptr` with uniform values in [-scale, scale), stream `seed`.
-    pub(crate) fn fill_random_raw(
-        &self,
-        stream: &CudaStream,
-        ptr: u64,
-        len: usize,
-        seed: u64,
-        scale: f32,
-    ) -> Result<()> {
-        let (mut p, mut n, mut s, mut sc) = (ptr, len as u64, seed, scale);
-        let mut params: [*mut std::ffi::c_void; 4] = [
-            &mut p as *mut u64 as *mut _,
-            &mut n as *mut u64 as *mut _,
-            &mut s as *mut u64 as *mut _,
-            &mut sc as *mut f32 as *mut _,
-        ];
-        let shape = fill_shape(len, self.info.sms);
-        self.before_launch(None)?;
-        // SAFETY: the parameters match hgemm_fill_random_bf16(ptr, n, seed, scale).
-        unsafe { launch::launch_raw(self.fill_random.cu_function(), &shape, stream.cu_stream(), &mut params) }
-    }
-
-    /// Add the comparison of `len` bf16 at `out` and `reference` to the five u64 at `result`
-    /// (see `hgemm_compare_bf16`).
-    pub(crate) fn compare_raw(
-        &self,
-        stream: &CudaStream,
-        out: u64,
-        reference: u64,
-        len: usize,
-        result: u64,
-    ) -> Result<()> {
-        let (mut o, mut r, mut n, mut res) = (out, reference, len as u64, result);
-        let mut params: [*mut std::ffi::c_void; 4] = [
-            &mut o as *mut u64 as *mut _,
-            &mut r as *mut u64 as *mut _,
-            &mut n as *mut u64 as *mut _,
-            &mut res as *mut u64 as *mut _,
-        ];
-        // 256 threads a CTA, 32 bytes of shared memory each for the CTA's sums.
-        let shape = LaunchShape { smem: 256 * 32, ..fill_shape(len, self.info.sms) };
-        self.before_launch(None)?;
-        // SAFETY: the parameters match hgemm_compare_bf16(out, reference, n, result).
-        unsafe { launch::launch_raw(self.compare.cu_function(), &shape, stream.cu_stream(), &mut params) }
-    }
-
-    /// Tensor-core ceiling `spec`'s entry, loaded from this handle's module with the shared
-    /// memory it needs; only the benchmark's `testing::Ceiling` asks, so `new` does not.
-    pub(crate) fn load_ceiling(&self, spec: &CeilingSpec) -> Result<CudaFunction> {
-        if self.family != Family::Hopper {
-            return Err(Error::UnknownKernel(format!("{} (the ceilings are Hopper's)", spec.name)));
-        }
-        let func = self.module.load_function(spec.entry).map_err(|e| Error::driver("cuModuleGetFunction", e))?;
-        func.set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            spec.smem_bytes() as i32,
-        )
-        .map_err(|e| Error::driver("cuFuncSetAttribute", e))?;
-        Ok(func)
-    }
-
-    /// Launch tensor-core ceiling `spec` (`func`, from [`Gemm::load_ceiling`]) for the MMAs of an
-    /// M×N×K call, spread evenly over `ctas` CTAs of one per SM (at most the device's SMs), each
-    /// writing one f32 per thread to `sink` (the caller owns that many); B's values scaled by
-    /// `b_scale`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn tensor_ceiling_raw(
-        &self,
-        stream: &CudaStream,
-        spec: &CeilingSpec,
-        func: &CudaFunction,
-        ctas: u32,
-        sink: u64,
-        (m, n, k): (usize, usize, usize),
-        b_scale: f32,
-    ) -> Result<()> {
-        if ctas == 0 || ctas > self.info.sms {
-            return Err(Error::Unsupported {
-                kernel: spec.entry,
-                reason: format!("{ctas} CTAs: one per SM, 1 to {}", self.info.sms),
-            });
-        }
-        let dim = |d: usize| {
-            u32::try_from(d)
-                .map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: a dimension past u32 for a ceiling")))
-        };
-        let (per_tile, all) = spec.slices(dim(m)?, dim(n)?, dim(k)?);
-        let mut slices = u32::try_from(all.div_ceil(ctas as u64))
-            .map_err(|_| Error::InvalidShape(format!("{m}x{n}x{k}: too many slices for a ceiling")))?;
-        let (mut per_tile, mut b_scale, mut sink) = (per_tile, b_scale, sink);
-        let mut params: [*mut std::ffi::c_void; 4] = [
-            &mut slices as *mut u32 as *mut _,
-            &mut per_tile as *mut u32 as *mut _,
-            &mut b_scale as *mut f32 as *mut _,
-            &mut sink as *mut u64 as *mut _,
-        ];
-        let shape = LaunchShape::plain(ctas, spec.threads(), spec.smem_bytes());
-        self.before_launch(None)?;
-        // SAFETY: the parameters match the ceiling's (slices, tile_slices, b_scale, sink); the
-        // caller owns ctas × threads f32 at sink.
-        unsafe { launch::launch_raw(func.cu_function(), &shape, stream.cu_stream(), &mut params) }
-    }
-
-    /// Launch the deliberately broken pipeline `hgemm_hang_test` (two CTAs of 64 threads that
-    /// wait on a barrier nobody completes): it traps after the guard's limit.
-    #[cfg(feature = "hang-guard")]
-    pub(crate) fn hang_test_raw(&self, stream: &CudaStream) -> Result<()> {
-        let shape = LaunchShape::plain(2, 64, 16);
-        self.before_launch(Some("hgemm_hang_test"))?;
-        // SAFETY: hgemm_hang_test takes no parameters.
-        unsafe { launch::launch_raw(self.hang.test_kernel.cu_function(), &shape, stream.cu_stream(), &mut []) }
-    }
-
-    /// Launch `hgemm_hang_flag_test` (one CTA of 32 threads whose thread 0 waits for the u32 at
-    /// `flag` to become nonzero): with `flag` zero, it traps after the guard's limit.
-    #[cfg(feature = "hang-guard")]
-    pub(crate) fn hang_flag_test_raw(&self, stream: &CudaStream, flag: u64) -> Result<()> {
-        let shape = LaunchShape::plain(1, 32, 0);
-        self.before_launch(Some("hgemm_hang_flag_test"))?;
-        let mut flag = flag;
-        let mut params: [*mut std::ffi::c_void; 1] = [&mut flag as *mut u64 as *mut _];
-        // SAFETY: hgemm_hang_flag_test(flag: u64); the caller keeps the flag's memory alive.
-        unsafe { launch::launch_raw(self.hang.flag_test_kernel.cu_function(), &shape, stream.cu_stream(), &mut params) }
-    }
 }
 
 impl Drop for Gemm {
@@ -944,67 +540,8 @@ impl Drop for Gemm {
         if self.ctx.bind_to_thread().is_err() {
             return;
         }
-        let map = self.workspaces.get_mut().unwrap_or_else(|p| p.into_inner());
-        let retired = self.retired.get_mut().unwrap_or_else(|p| p.into_inner());
-        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(|p| p.into_inner()));
-        // Each once: a released workspace may still have its capture's entry.
-        let all: std::collections::BTreeSet<u64> =
-            map.values().chain(retired.iter()).chain(released.iter()).copied().collect();
-        // Launches still running may use the workspaces; if the wait fails they are left alone.
-        if !all.is_empty() && self.ctx.synchronize().is_ok() {
-            let _relaxed = RelaxedCapture::enter();
-            for ptr in all {
-                // SAFETY: allocated by `zeroed_workspace` in this context, no longer used (a
-                // graph still holding one is not launched after the handle is gone).
-                let _ = unsafe { result::free_sync(ptr) };
-            }
-        }
-        // SAFETY: created in `new`; every clearing enqueued on it was waited for.
-        let _ = unsafe { result::stream::destroy(self.side.0) };
+        self.workspaces.free_all(|| self.ctx.synchronize().is_ok());
     }
-}
-
-fn fill_shape(len: usize, sms: u32) -> LaunchShape {
-    let blocks = (len.div_ceil(256) as u64).clamp(1, sms as u64 * 8) as u32;
-    LaunchShape::plain(blocks, 256, 0)
-}
-
-fn max_active_clusters(func: &CudaFunction, spec: &KernelSpec, info: &DeviceInfo) -> Result<u32> {
-    if spec.grid != Grid::Persistent {
-        return Ok(u32::MAX);
-    }
-    if spec.cluster == 1 {
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(spec.threads, spec.smem_bytes as usize, None)
-            .map_err(|e| Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
-        return Ok(info.sms * per_sm.max(1));
-    }
-    let mut cluster = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        ..unsafe { std::mem::zeroed() }
-    };
-    cluster.value.clusterDim.x = spec.cluster;
-    cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = 1;
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: info.sms / spec.cluster * spec.cluster,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: spec.threads,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: spec.smem_bytes,
-        hStream: std::ptr::null_mut(),
-        attrs: &mut cluster,
-        numAttrs: 1,
-    };
-    let mut n = 0i32;
-    // SAFETY: cfg and its one attribute outlive the call.
-    match unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func.cu_function(), &cfg) } {
-        sys::CUresult::CUDA_SUCCESS => {}
-        e => return Err(Error::Driver { call: "cuOccupancyMaxActiveClusters", code: format!("{e:?}") }),
-    }
-    Ok((n as u32).max(1))
 }
 
 #[cfg(test)]

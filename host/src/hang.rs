@@ -7,7 +7,8 @@
 //! [`Gemm::synchronize`](crate::Gemm::synchronize) (or launch) then fails with
 //! [`Error::Hang`](crate::Error::Hang) carrying [`describe`]'s text instead of a bare launch
 //! failure. After a trap the CUDA context is unusable: every later call
-//! in the process fails, so a program (or test) that provokes one should end right after.
+//! in the process fails, so a program (or test) that provokes one should end right after (the
+//! handle's `launch_broken_pipeline` and `launch_unpublished_flag` provoke one on purpose).
 
 pub use hgemm_kernels::hang::{HangReport, LIMIT_NS};
 
@@ -33,35 +34,6 @@ pub fn describe(r: &HangReport) -> String {
         r.threads,
         r.dynamic_smem,
     )
-}
-
-/// Launch `hgemm_hang_test`, a deliberately broken pipeline (two CTAs of 64 threads wait on an
-/// mbarrier whose phase expects 1024 bytes that no copy delivers), on `stream`. The next
-/// [`Gemm::synchronize`](crate::Gemm::synchronize) fails with [`Error::Hang`](crate::Error::Hang)
-/// after [`LIMIT_NS`], and the context is unusable from then on.
-#[cfg(feature = "hang-guard")]
-pub fn launch_broken_pipeline(gemm: &crate::Gemm, stream: &cudarc::driver::CudaStream) -> crate::Result<()> {
-    gemm.hang_test_raw(stream)
-}
-
-/// Launch `hgemm_hang_flag_test`, a finishing worker whose earlier worker never publishes its
-/// partial sums (thread 0 of one CTA waits, as `Partial::wait` does, on a zeroed flag in a
-/// device allocation this returns; keep it alive until the failure is seen), on `stream`. The
-/// next [`Gemm::synchronize`](crate::Gemm::synchronize) fails with
-/// [`Error::Hang`](crate::Error::Hang) after [`LIMIT_NS`], and the context is unusable from then
-/// on.
-#[cfg(feature = "hang-guard")]
-pub fn launch_unpublished_flag(
-    gemm: &crate::Gemm,
-    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-) -> crate::Result<cudarc::driver::CudaSlice<u32>> {
-    use cudarc::driver::DevicePtr;
-    let flag = stream.alloc_zeros::<u32>(1).map_err(|e| crate::Error::driver("cuMemAlloc", e))?;
-    let (ptr, guard) = flag.device_ptr(stream);
-    gemm.hang_flag_test_raw(stream, ptr)?;
-    // The guard records the flag's use on `stream` when dropped: after the launch.
-    drop(guard);
-    Ok(flag)
 }
 
 #[cfg(feature = "hang-guard")]

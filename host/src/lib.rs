@@ -49,17 +49,43 @@
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
 //! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
 //! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.
+//!
+//! # Layers
+//!
+//! Each module imports only from the layers above it in this list (and from `hgemm-kernels`):
+//!
+//! 1. [`error`], [`device`], [`ptx`], [`hang`], [`tensor_map`]: errors, device properties, the
+//!    embedded kernels, hang reports, tensor-map parameters and their encoding.
+//! 2. [`op`]: the call, [`GemmOp`] and [`Layout`], and its checks. Plain data, no GPU.
+//! 3. [`plan`]: a call and a kernel's spec turned into tensor maps, arguments and a launch shape,
+//!    and the kernel's refusals. No GPU.
+//! 4. [`choose`]: `auto`'s price and rules. No GPU.
+//! 5. `tuned`: tuned choices, their table and text format, and the pick between them and the
+//!    price (public as [`tune`]'s). No GPU.
+//! 6. [`launch`], `graph`, `workspace`: the driver's launch, graph-capture bookkeeping,
+//!    stream-K workspaces.
+//! 7. [`gemm`]: the handle, [`Gemm`].
+//! 8. [`tune`]: measured choices on the caller's GPU ([`Gemm::tune`]).
+//! 9. [`testing`]: the cuBLAS harness.
+//!
+//! [`op`] still re-exports the plan's and the choice's public functions under their old paths
+//! (`hgemm::op::plan`, `hgemm::op::choose_why`, …) for the CLI and the harness.
 #![warn(missing_docs)]
+pub mod choose;
 pub mod device;
 pub mod error;
 pub mod gemm;
+mod graph;
 pub mod hang;
 pub mod launch;
 pub mod op;
+pub mod plan;
 pub mod ptx;
 pub mod tensor_map;
 pub mod testing;
 pub mod tune;
+mod tuned;
+mod workspace;
 
 pub use device::DeviceInfo;
 pub use error::{Error, Result};

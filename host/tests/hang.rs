@@ -43,8 +43,7 @@ fn hang_guard_reports_a_broken_pipeline() {
 
     #[cfg(feature = "hang-guard")]
     {
-        let (_gemm, (), r, report) =
-            fire("hgemm_hang_test", |gemm, stream| hgemm::hang::launch_broken_pipeline(gemm, stream));
+        let (_gemm, (), r, report) = fire("hgemm_hang_test", |gemm, stream| gemm.launch_broken_pipeline(stream));
         // hgemm_hang_test: two CTAs of 64 threads, 16 bytes of dynamic shared memory, waiting for
         // phase 0 of the barrier at offset 8.
         assert_eq!((r.smem_offset, r.parity, r.flag), (8, 0, 0), "{report}");
@@ -63,7 +62,7 @@ fn hang_guard_reports_an_unpublished_flag() {
     {
         use cudarc::driver::DevicePtr;
         let (_gemm, (_flag, at), r, report) = fire("hgemm_hang_flag_test", |gemm, stream| {
-            let flag = hgemm::hang::launch_unpublished_flag(gemm, stream)?;
+            let flag = gemm.launch_unpublished_flag(stream)?;
             let at = flag.device_ptr(stream).0;
             Ok((flag, at))
         });

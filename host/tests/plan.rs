@@ -2,7 +2,7 @@
 //! kernel `auto` runs for a shape, and whether it splits tiles, worked out without a GPU. Needs
 //! no GPU.
 
-use hgemm::{GemmOp, KernelSpec, op};
+use hgemm::{GemmOp, KernelSpec, choose};
 use hgemm_kernels::spec::Family;
 use std::process::Command;
 
@@ -11,7 +11,7 @@ use std::process::Command;
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
     let (spec, shape) =
-        op::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
+        choose::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
     (spec.name, shape.split.is_some())
 }
 
@@ -96,8 +96,8 @@ fn plan_runs_without_a_gpu() {
 #[test]
 fn the_llm_table_is_what_plan_llm_runs() {
     // The table of LLM layers (`docs/shapes.md`) has a row per N×K and a column per M; its bold
-    // cells are the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth
-    // session's rule). `hgemm plan --llm` must list the same 90 shapes.
+    // cells are the shapes where `auto` runs a 160-column tile in many columns (the rule of
+    // 1e44dc6, 2026-11-30). `hgemm plan --llm` must list the same 90 shapes.
     let doc = include_str!("../../docs/shapes.md");
     let rows = table_rows(doc, "| N×K | layer | M = 256 |");
     let header = doc.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();

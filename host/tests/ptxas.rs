@@ -140,7 +140,7 @@ fn entry_body<'a>(text: &'a str, name: &str) -> &'a str {
 /// first) gives registers back with `dec`, and every other warpgroup's `inc` waits until the
 /// CTA's pool holds what it asks for. Only the registers the CTA launched with are in that pool,
 /// so a split that needs more than `registers × threads` hangs every launch at the `inc` (seen on
-/// the H200 in the twelfth session: 48/232 for 384 threads launched at 168, 2,048 too many).
+/// the H200, a5cee7e, 2026-11-30: 48/232 for 384 threads launched at 168, 2,048 too many).
 fn check_register_budget(spec: &KernelSpec, body: &str, registers: u32, arch: &str) {
     let values = |op: &str| -> Vec<u32> {
         let form = format!("setmaxnreg.{op}.sync.aligned.u32 ");

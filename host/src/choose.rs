@@ -1,0 +1,401 @@
+//! How `auto` picks a kernel: a price per entry (waves of tiles over the SMs, weighted by each
+//! tile shape's throughput as measured on an H200) and a few rules that take a call from the
+//! cheapest entry where the price alone was measured to pick wrong. Plain Rust, no GPU.
+
+use crate::op::GemmOp;
+use crate::plan::{LaunchShape, for_kernel, launch_offline, persistent_clusters, refusal};
+use hgemm_kernels::sched::StreamK;
+use hgemm_kernels::spec::KernelSpec;
+
+/// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
+/// read A and B in `op`'s orders (in the form each computes it, [`for_kernel`]), the one whose
+/// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
+/// relative to the widest (scaled by how efficient the shape measured); see [`price`].
+pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
+    choose_why(kernels, op, sms).map(|(spec, _)| spec)
+}
+
+/// A rule of [`choose`] that takes a call from the cheapest entry, where the price alone was
+/// measured to pick wrong; each one's comment in `choose_why` gives the measurements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// One whole wave of square pairs in one column gives way to whole twin pairs in one row
+    /// priced within `ONE_COLUMN_SQUARE`.
+    OneColumnSquare,
+    /// The wide tile trimmed in many columns gives way to whole square pairs priced within
+    /// `WIDE_TRIM_SQUARE`.
+    WideTrimSquare,
+    /// The wide tile with its last column at least half empty gives way to whole square pairs
+    /// priced within `WIDE_HALF_EMPTY_SQUARE`.
+    WideHalfEmptySquare,
+    /// Square pairs split with fewer units than pairs give way to whole waves priced within
+    /// `THIN_SQUARE_SPLIT`.
+    ThinSquareSplit,
+}
+
+impl Rule {
+    /// Every rule, in the order `choose` tries them.
+    pub const ALL: [Rule; 4] =
+        [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
+
+    /// The name of the rule's bound in `choose.rs`, which `hgemm plan --why` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::OneColumnSquare => "ONE_COLUMN_SQUARE",
+            Rule::WideTrimSquare => "WIDE_TRIM_SQUARE",
+            Rule::WideHalfEmptySquare => "WIDE_HALF_EMPTY_SQUARE",
+            Rule::ThinSquareSplit => "THIN_SQUARE_SPLIT",
+        }
+    }
+
+    /// How much dearer the entry the rule prefers may be priced and still take the call.
+    fn bound(self) -> f64 {
+        match self {
+            Rule::OneColumnSquare => ONE_COLUMN_SQUARE,
+            Rule::WideTrimSquare => WIDE_TRIM_SQUARE,
+            Rule::WideHalfEmptySquare => WIDE_HALF_EMPTY_SQUARE,
+            Rule::ThinSquareSplit => THIN_SQUARE_SPLIT,
+        }
+    }
+}
+
+/// [`choose`]'s pick, and the rule that took the call from the cheapest eligible entry, if one did.
+pub fn choose_why<'a>(
+    kernels: impl Iterator<Item = &'a KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+) -> Option<(&'a KernelSpec, Option<Rule>)> {
+    // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
+    // pairs and the cheapest whole twin pairs in one row.
+    let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
+        Some(a)
+            if a.cost
+                .total_cmp(&c.cost)
+                .then(a.twin_on_smaller.cmp(&c.twin_on_smaller))
+                .then(a.shorter_m.cmp(&c.shorter_m))
+                .is_le() =>
+        {
+            Some(a)
+        }
+        _ => Some(c),
+    };
+    let (best, best_whole, square_whole, one_row_twin_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold(
+        (None, None, None, None),
+        |(best, whole, square, twin), c| {
+            let square = if c.whole && c.square { cheaper(square, c) } else { square };
+            let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
+            (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
+        },
+    );
+    let best = best?;
+    // One whole wave of square pairs in one column leaves 10–16 of 66 pairs idle where whole
+    // twin pairs in one row (the call in its other form) fill the SMs: twins priced within
+    // `ONE_COLUMN_SQUARE` take it (H200, forced: faster at all 11 shapes, 1088fb1, 2026-11-30;
+    // again after the epilogue fix, 7648999, 2026-12-01).
+    if let Some(twin) = one_row_twin_whole.filter(|t| {
+        best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()
+    }) {
+        return Some((twin.spec, Some(Rule::OneColumnSquare)));
+    }
+    // Three whole waves of the wide tile trimmed in many columns cost what five of square pairs
+    // do: square pairs priced within `WIDE_TRIM_SQUARE` take it (H200, forced: faster at 19 of
+    // 20 shapes, 012e30e, 2026-11-30; level after the epilogue fix, 950b5c2, 2026-12-01).
+    //
+    // The wide tile with its last column at least half empty runs slower than priced (the empty
+    // half counts as work): square pairs priced within `WIDE_HALF_EMPTY_SQUARE` take it (H200,
+    // forced: 1.04× over 79 shapes, 6d5f310, 2026-12-01; +2.2% after the epilogue fix,
+    // 81a586b). Where N takes whole wide tiles the two were level: no rule there.
+    if let Some(rule) = best.square_whole_within
+        && let Some(sq) = square_whole.filter(|sq| sq.cost <= best.cost * rule.bound())
+    {
+        return Some((sq.spec, Some(rule)));
+    }
+    // Square pairs split with fewer units than pairs run slower than priced: whole waves priced
+    // within `THIN_SQUARE_SPLIT` take them (H200, forced: faster at all 14 shapes measured, by
+    // 2–15%, 7cab46c, 2026-11-30).
+    match best_whole {
+        Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => {
+            Some((w.spec, Some(Rule::ThinSquareSplit)))
+        }
+        _ => Some((best.spec, None)),
+    }
+}
+
+/// How [`choose`] weighs one entry for a call (`hgemm plan --why` prints them).
+#[derive(Clone, Copy, Debug)]
+pub struct Priced<'a> {
+    /// The entry.
+    pub spec: &'a KernelSpec,
+    /// The time the entry's tiles take, in waves of 128×256 tiles at their measured rate: the
+    /// lowest wins, but for the rules in [`choose`].
+    pub cost: f64,
+    /// Its stream-K schedule for the call in its form, if it has one.
+    pub schedule: Option<StreamK>,
+    /// Whether `choose` may take it; where not, the tiles it would run here were not measured to
+    /// pay (a tile without a cluster in several rows and columns, or more columns of tiles than
+    /// were measured: see the comments in `price`).
+    pub eligible: bool,
+    /// Ties between the lean tile and its column-major form go to the smaller (see `price`).
+    shorter_m: usize,
+    /// Twin pairs sharing the smaller operand: ties go to the pairs sharing the larger (see
+    /// `price`).
+    twin_on_smaller: bool,
+    /// Its schedule runs every unit whole.
+    whole: bool,
+    /// Square pairs split with fewer units than pairs.
+    thin_square_split: bool,
+    /// Square pairs.
+    square: bool,
+    /// Its tiles make one column (N within a tile, in its form) and at most one wave.
+    one_wave_in_one_column: bool,
+    /// Twin pairs in one row of pairs (see `price`).
+    one_row_twin: bool,
+    /// The rule by which whole square pairs may take the call from it: the wide tile trimmed in
+    /// five columns of tiles or more, or the wide tile with its last column at least half empty
+    /// (see `choose`).
+    square_whole_within: Option<Rule>,
+}
+
+/// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
+/// SMs, with its price and whether [`choose`] may take it.
+pub fn price<'a, 'b>(
+    kernels: impl Iterator<Item = &'a KernelSpec> + 'b,
+    op: &'b GemmOp,
+    sms: u32,
+) -> impl Iterator<Item = Priced<'a>> + 'b {
+    // `op` is the call in `s`'s form, `sched` its schedule.
+    let cost = move |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
+        let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
+        let args = op.shape_args();
+        let waves = match sched.filter(|_| op.stream_k) {
+            // With stream-K the last wave may be split: count it in K blocks, and the split part
+            // of the path `SPLIT_PENALTY` longer (split units lose their L2 reuse and wait for
+            // fix-ups); the whole waves before it pay nothing (H200, 65eeaf8, 2026-12-01).
+            Some(sk) if sk.num_kb > 0 => {
+                let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
+                whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
+            }
+            _ => {
+                let tiles =
+                    s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
+                tiles.div_ceil(sms as u64) as f64
+            }
+        };
+        // Between tiles the tensor cores wait for the epilogue, unless the kernel holds the
+        // finished tile and stores it under the next one's MMAs. The efficiencies include the
+        // epilogue's share at the K they were fitted at; only a larger share (a shorter K) counts.
+        let between_tiles = match s.stream_k.map_or(0, |sk| args.k.div_ceil(sk.block_k)) {
+            kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
+            _ => 1.0,
+        };
+        // Trimmed tiles side by side run faster than their one-column rates say
+        // (`TRIM_SIDE_BY_SIDE`, `MID_TRIM_MANY_COLUMNS`).
+        let side_by_side = match ((s.tile_m, s.tile_n), columns_of_tiles(s, op)) {
+            (TRIM, 2..) => TRIM_SIDE_BY_SIDE,
+            (MID_TRIM, 5..) => MID_TRIM_MANY_COLUMNS,
+            _ => 1.0,
+        };
+        // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
+        // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
+        let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
+        waves * between_tiles * area / (rate * side_by_side)
+    };
+    // A call `validate` refuses whatever the buffers, or one with nothing to compute, has no
+    // kernel; nor has a kernel whose cluster is larger than the device.
+    let valid = sms > 0 && op.validate_shape() == Ok(true);
+    kernels.filter(move |s| valid && s.cluster <= sms).filter_map(move |s| {
+        let kop = for_kernel(s, op).0;
+        if !s.general || refusal(s, &kop).is_some() {
+            return None;
+        }
+        // A tile without a cluster reads all of its operands itself: with more than one row and
+        // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
+        // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
+        let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
+        // A tie between the lean tile and its column-major form goes to the form whose M (along
+        // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
+        // tile showed no such rule, so its ties keep the first entry.
+        let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
+        // Tiles that boxes do not divide run side by side only as far as that was measured on
+        // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case below
+        // one measured win:
+        // - the trimmed tiles in two columns, not the 64×96 pair (e92189f);
+        // - the 160-column tiles in four columns: the mid tile trimmed always, the trim tile
+        //   where that is one whole wave (e0716e8);
+        // - twin pairs sharing the larger operand in one wave, each pair at least half a unit
+        //   (de2b36d); in one row of pairs, twins at least as large as the lean tile wherever
+        //   their units are whole, at `ONE_ROW_TWIN` (163c4f7);
+        // - the 160-column tiles in five columns or more, in at most two whole waves at a
+        //   calibrated K (1e44dc6; at K = 1024 they lost at 3 of 6);
+        // - twin pairs sharing the smaller operand in one whole wave, the other side at most
+        //   1.5 times theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
+        //   (`Priced::twin_on_smaller`, 56d947e);
+        // - the wide tile trimmed in five columns or more, in at most three whole waves at a
+        //   calibrated K and two rows of tiles or more (c8c9f88): more waves would take shapes
+        //   such as 12288³, where tuning finds the wide tile faster.
+        // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
+        let sched = s.schedule(&kop.shape_args(), persistent_clusters(s, sms / s.cluster));
+        let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
+        let one_wave = sched.filter(|sk| sk.units <= sk.workers);
+        let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
+        let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
+        let calibrated_k = sched.is_some_and(|sk| sk.num_kb as f64 >= CALIBRATED_KB);
+        let up_to_waves = |n: u32| sched.is_some_and(|sk| whole(&sk) && sk.units <= n * sk.workers) && calibrated_k;
+        let (up_to_two_whole_waves, up_to_three_whole_waves) = (up_to_waves(2), up_to_waves(3));
+        let twins_share_the_smaller_operand = kop.m < kop.n;
+        let tile_columns = columns_of_tiles(s, &kop);
+        let square = (s.tile_m, s.tile_n) == SQUARE;
+        let one_row_twin = one_row_of_twins(s, &kop);
+        let columns = match tile_columns {
+            _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
+            _ if s.cluster_along_n => {
+                kop.n <= s.unit_n() as usize
+                    || (kop.m >= kop.n && one_wave_in_halves)
+                    || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
+            }
+            _ if !s.shifted_last_box() => true,
+            1 => true,
+            2 => (s.tile_m, s.tile_n) != NARROW96,
+            4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
+            5.. => match (s.tile_m, s.tile_n) {
+                MID_TRIM | TRIM => up_to_two_whole_waves,
+                WIDE_TRIM => up_to_three_whole_waves && kop.m >= 2 * s.tile_m as usize,
+                _ => false,
+            },
+            _ => false,
+        };
+        Some(Priced {
+            spec: s,
+            cost: cost(s, &kop, sched),
+            schedule: sched,
+            eligible: shares && columns,
+            shorter_m,
+            twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
+            whole: sched.is_none_or(|sk| whole(&sk)),
+            thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+            square,
+            one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
+            one_row_twin,
+            square_whole_within: match (s.tile_m, s.tile_n) {
+                WIDE_TRIM if tile_columns >= 5 => Some(Rule::WideTrimSquare),
+                WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(Rule::WideHalfEmptySquare),
+                _ => None,
+            },
+        })
+    })
+}
+
+/// How many columns of `spec`'s tiles cover `op` (in its form).
+fn columns_of_tiles(spec: &KernelSpec, op: &GemmOp) -> usize {
+    op.n.div_ceil(spec.tile_n as usize)
+}
+
+/// Whether `spec` computes `op` (in its form) as twin pairs in one row of pairs and several
+/// columns, where every tile reads each operand once (see `choose`).
+fn one_row_of_twins(spec: &KernelSpec, op: &GemmOp) -> bool {
+    spec.cluster_along_n && op.m <= spec.tile_m as usize && op.n > spec.unit_n() as usize
+}
+
+/// What the split part of a stream-K schedule's path costs beyond its length, as a factor (see
+/// `price`).
+const SPLIT_PENALTY: f64 = 1.10;
+/// How much dearer whole waves may be priced and still take a call from square pairs split with
+/// fewer units than pairs (see `choose`): the measured whole entries were priced 1.2–5.6% above
+/// the split and ran 2–15% faster.
+const THIN_SQUARE_SPLIT: f64 = 1.06;
+/// How much dearer whole twin pairs in one row may be priced and still take a call from whole
+/// square pairs in one column (see `choose`): they were priced 2.3% above and ran 0.6–5.5% faster.
+const ONE_COLUMN_SQUARE: f64 = 1.03;
+/// The square tile's shape.
+const SQUARE: (u32, u32) = (128, 128);
+/// The wide tile's shape.
+const WIDE: (u32, u32) = (128, 256);
+/// How much dearer whole waves of square pairs may be priced and still take a call from the wide
+/// tile with a half-empty last column (see `choose`): the measured ones were priced up to 5%
+/// dearer, and ran 0.97–1.27× as fast (0.93–1.11× after the epilogue fix, 81a586b).
+const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
+/// How much dearer whole waves of square pairs may be priced and still take a call from the wide
+/// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
+/// 0.5% dearer and ran up to 5.5% faster.
+const WIDE_TRIM_SQUARE: f64 = 1.01;
+
+/// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
+/// 2.2–2.6 blocks before it was held (H200, 5ca1795, 2026-11-30), which is what takes held
+/// 128×256 tiles over 128×192 ones at large M and N and K of 512–2048, and nowhere else.
+const EPILOGUE_KB: f64 = 2.0;
+/// The shortest K, in blocks, of the measurements `tile_efficiency` was fitted to (3000³,
+/// 3072³): each efficiency already includes the epilogue's share at that depth or deeper.
+const CALIBRATED_KB: f64 = 48.0;
+
+/// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
+const LEAN: (u32, u32) = (64, 192);
+/// The trim tile, the lean one 160 columns wide.
+const TRIM: (u32, u32) = (64, 160);
+/// The trim tile's rate in two columns of tiles, relative to one (see `choose`).
+const TRIM_SIDE_BY_SIDE: f64 = 1.03;
+/// The mid tile trimmed to 160 columns.
+const MID_TRIM: (u32, u32) = (128, 160);
+/// The mid tile trimmed's rate in five columns of tiles or more, relative to one (see `choose`):
+/// two waves of them beat wide tiles split by more than the two rates say (H200, 1e44dc6,
+/// 2026-11-30); 1.05 takes the measured wins and moves no unmeasured shape.
+const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
+/// The wide tile trimmed to 224 columns.
+const WIDE_TRIM: (u32, u32) = (128, 224);
+/// The 64×96 pair.
+const NARROW96: (u32, u32) = (64, 96);
+
+/// The twin pairs' rate (`tile_efficiency`).
+const TWIN: f64 = 0.85;
+/// The twin pairs' rate in one row of pairs and several columns (`choose`): just under the lean
+/// tile's, so that where both make the same whole wave the lean pairs keep it, while whole twins
+/// take what lean or square pairs split (H200: right at 12 of 14 shapes, 163c4f7, 2026-11-30).
+const ONE_ROW_TWIN: f64 = 0.77;
+/// The lean tile's rate (`tile_efficiency`).
+const LEAN_RATE: f64 = 0.78;
+
+/// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
+fn tile_efficiency(s: &KernelSpec) -> f64 {
+    if s.cluster_along_n {
+        // The twin pairs: anything from 0.845 to 0.89 picks the faster entry at 37 of the 38
+        // shapes measured against them (H200, 91ffc57, 2026-11-30).
+        return TWIN;
+    }
+    match (s.tile_m, s.tile_n) {
+        // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
+        // (H200, 5596121, 2026-11-30).
+        LEAN => LEAN_RATE,
+        // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
+        // 0.70 and 0.80 each miss one (H200, 65280de, 2026-11-30).
+        TRIM => 0.75,
+        // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
+        // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
+        // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (H200, 8bff26d).
+        MID_TRIM => 0.9,
+        // The wide tile trimmed to 224 columns: 0.95 picks the faster entry on every shape
+        // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
+        // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
+        (128, 224) => 0.95,
+        (_, 256..) => 1.0,
+        (_, 192..) => 0.95,
+        (128.., _) => 0.9,
+        _ => 0.75,
+    }
+}
+
+/// What `auto` would run for `op` among `kernels` on a GPU with `sms` SMs, and its launch, worked
+/// out without a GPU (`hgemm plan`): a persistent grid is taken to hold one CTA per SM in
+/// clusters that pair every SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`:
+/// 66 pairs of 132 SMs) and what [`choose`] counts with; a GPU that holds fewer gets a smaller
+/// grid from [`Gemm`](crate::Gemm), which asks the device.
+pub fn choose_offline<'a>(
+    kernels: impl Iterator<Item = &'a KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+) -> Option<(&'a KernelSpec, LaunchShape)> {
+    let spec = choose(kernels, op, sms)?;
+    // `choose` picks only entries that support the call.
+    Some((spec, launch_offline(spec, op, sms).ok()?))
+}
+
+#[cfg(test)]
+mod tests;
