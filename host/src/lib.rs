@@ -47,18 +47,19 @@
 //! H200, the README's measurement); [`Gemm::launch_prepared`] or a graph avoids that.
 //!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
-//! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
-//! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.
+//! script with rustc's nvptx64 backend and embedded ([`ptx`]). [`measure`] fills, compares and
+//! times on the device, for tuning; the `hgemm-testing` crate (the cuBLAS harness) and the `hgemm`
+//! CLI (`hgemm-cli`) build on it to check the kernels against cuBLAS and time them.
 #![warn(missing_docs)]
 pub mod device;
 pub mod error;
 pub mod gemm;
 pub mod hang;
 pub mod launch;
+pub mod measure;
 pub mod op;
 pub mod ptx;
 pub mod tensor_map;
-pub mod testing;
 pub mod tune;
 
 pub use device::DeviceInfo;

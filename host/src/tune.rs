@@ -9,8 +9,8 @@
 
 use crate::error::{Error, Result};
 use crate::gemm::{Gemm, Prepared};
+use crate::measure::{self, drv};
 use crate::op::{self, GemmOp, Layout};
-use crate::testing::{self, drv};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use hgemm_kernels::spec::{Family, KernelSpec};
@@ -571,7 +571,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));
     }
-    let (la, lb, lc) = testing::lengths(op);
+    let (la, lb, lc) = measure::lengths(op);
     if opts.samples == 0 || opts.sample_ms.is_nan() || opts.sample_ms <= 0.0 {
         return Err(Error::Tuning(format!("{} samples of {} ms: both must be positive", opts.samples, opts.sample_ms)));
     }
@@ -585,8 +585,8 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let set_bytes = la.saturating_add(lb).saturating_add(lc).saturating_mul(2);
-    let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
-    let (a, b, mut c) = testing::input_sets(gemm, stream, op, sets, seed)?;
+    let sets = measure::rotation_sets(gemm.device().l2_bytes, set_bytes);
+    let (a, b, mut c) = measure::input_sets(gemm, stream, op, sets, seed)?;
 
     // Each candidate once on the first set, from C as it was (poisoned, where C is not read, so
     // that an element left unwritten shows), against auto's pick: tuning never takes a kernel
@@ -595,7 +595,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let start = |buf: &mut CudaSlice<bf16>| -> Result<()> {
         stream.memcpy_dtod(&c_before, buf).map_err(drv("cuMemcpyDtoD"))?;
         if op.beta == 0.0 {
-            testing::fill(gemm, stream, buf, testing::POISON)?;
+            measure::fill(gemm, stream, buf, measure::POISON)?;
         }
         Ok(())
     };
@@ -622,7 +622,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         if choice != priced {
             start(&mut out)?;
             gemm.gemm_with(choice.kernel, stream, &run_op, &a[0], &b[0], &mut out)?;
-            let cmp = testing::compare_on_device(gemm, stream, &out, &reference)?;
+            let cmp = measure::compare_on_device(gemm, stream, &out, &reference)?;
             if !cmp.passed() {
                 return Err(Error::Tuning(format!(
                     "{} and {} disagree at {}: relative error {:.2e}, {} elements unwritten, {} written outside C",
@@ -644,10 +644,10 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     // square tile 3–5% faster than in `hgemm bench` at 1024×4096×11008 and ×14336 (H200,
     // twenty-seventh session), so that tuning took the square tile where it is 7% slower; with
     // 60 ms after 40 ms, tuning ordered all six shapes measured as the bench did.
-    let (calls, warmup) = testing::sample_calls(testing::macs(op), set_bytes, opts.sample_ms);
+    let (calls, warmup) = measure::sample_calls(measure::macs(op), set_bytes, opts.sample_ms);
     let sample = |launches: &[Prepared]| -> Result<f64> {
         // SAFETY: prepared on this function's buffers, alive until it returns, used on this one stream.
-        let ms = testing::time_median(stream, warmup, 1, calls, |j| unsafe {
+        let ms = measure::time_median(stream, warmup, 1, calls, |j| unsafe {
             gemm.launch_prepared(&launches[j % sets], stream)
         })?;
         Ok(ms[0])
@@ -661,7 +661,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         }
     }
     for (t, _) in timed.iter_mut() {
-        t.ms = testing::median(&t.samples);
+        t.ms = measure::median(&t.samples);
     }
     timed.sort_by(|x, y| x.0.ms.total_cmp(&y.0.ms));
     // The fastest of several noisy medians is likely to be one that read low: before it
@@ -675,8 +675,8 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
             }
             Some(HeadToHead {
                 challenger: best.0.choice,
-                priced_ms: testing::median(&a),
-                challenger_ms: testing::median(&b),
+                priced_ms: measure::median(&a),
+                challenger_ms: measure::median(&b),
             })
         }
         _ => None,

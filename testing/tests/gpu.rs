@@ -2,8 +2,8 @@
 //! the normal suite (CI has none) and run on a GPU machine with `--ignored` (scripts/device-final.sh).
 //! A test run on the wrong GPU, or on none, fails: it never passes by skipping.
 
-use hgemm::testing::{self, Cublas};
 use hgemm::{Family, Gemm};
+use hgemm_testing::{self as testing, Cublas};
 
 fn open(family: Family) -> Gemm {
     let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))

@@ -1,8 +1,8 @@
 //! Which calls to test a kernel on: a seeded random sweep of shapes and layouts, and a few small
 //! cases for runs under compute-sanitizer. Plain Rust, checked without a GPU by the unit tests.
 
-use super::{lengths, op_for};
-use crate::op::{GemmOp, Layout};
+use crate::lengths;
+use hgemm::{GemmOp, Layout};
 use hgemm_kernels::spec::{KernelSpec, Major};
 
 /// SplitMix64: a tiny seeded generator, so that a sweep is reproduced from its seed alone.
@@ -97,6 +97,21 @@ impl Variant {
     };
     /// [`Variant::GENERAL`] with a ragged C, its rows 3 elements longer than its row length.
     pub const RAGGED: Variant = Variant { pad: [8, 16, 3], ragged_c: true, ..Variant::GENERAL };
+}
+
+/// The dense single GEMM `kernel` computes: C = A·B with A and B in the storage orders it reads
+/// (the native C = A·Bᵀ for the ladder).
+/// An MN-major operand's leading dimension is M or N rounded up to 8 (TMA's 16-byte rows).
+pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
+    // An entry that writes C column-major reads the caller's B as its A, and A as its B.
+    let (a_major, b_major) = if swaps(kernel, Layout::RowMajor) {
+        (kernel.b_major, kernel.a_major)
+    } else {
+        (kernel.a_major, kernel.b_major)
+    };
+    let op = GemmOp::new(m, n, k);
+    let op = if a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
+    if b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
 }
 
 /// The call `kernel` (a general one) computes for an M×N output with the options of `v`: A and B
@@ -386,7 +401,7 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op;
+    use hgemm::op;
 
     fn check_plannable(kernel: &KernelSpec, op: &GemmOp, what: &str) {
         let (la, lb, lc) = lengths(op);
@@ -474,13 +489,8 @@ mod tests {
                 assert!(op.m * op.n * op.k * op.batch <= most, "{}: {what} is too big for the sanitizers", kernel.name);
             }
             if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
-                let workers = 132 / kernel.cluster;
-                let args = op::for_kernel(kernel, op).0.shape_args();
-                assert!(
-                    kernel.schedule(&args, workers).unwrap().splits(),
-                    "{}: {what} does not split on an H200",
-                    kernel.name
-                );
+                let shape = op::launch_offline(kernel, op, 132).unwrap();
+                assert!(shape.split.is_some_and(|sk| sk.splits()), "{}: {what} does not split on an H200", kernel.name);
             }
             let (partial, _) = op::for_kernel(kernel, &cases[1].1);
             assert!(
@@ -535,7 +545,7 @@ mod tests {
                 }
                 assert_eq!(folded, expected, "{} plain {plain}", kernel.name);
             }
-            for &(m, n, k) in &crate::testing::verify_shapes(kernel) {
+            for &(m, n, k) in &crate::verify_shapes(kernel) {
                 check_plannable(kernel, &op_for(kernel, m, n, k), &format!("verify {m}x{n}x{k}"));
             }
         }
@@ -553,9 +563,12 @@ mod tests {
                     (304, 200)
                 };
                 let op = op_with(kernel, m, n, 72, &v);
+                // In the kernel's coordinates C is row-major: A (M×K) row-major and B (K×N)
+                // column-major are K-major.
                 let (kop, _) = op::for_kernel(kernel, &op);
+                let major = |k_major: bool| if k_major { Major::K } else { Major::MN };
                 assert_eq!(
-                    (kop.a_major(), kop.b_major()),
+                    (major(kop.a_layout == Layout::RowMajor), major(kop.b_layout == Layout::ColMajor)),
                     (kernel.a_major, kernel.b_major),
                     "{} {c_layout:?}",
                     kernel.name
