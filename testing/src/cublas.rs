@@ -54,7 +54,7 @@ impl Cublas {
 }
 
 impl Cublas {
-    /// The same computation as [`Gemm::gemm`] with `op`, by `cublasGemmStridedBatchedEx` (f32
+    /// The same computation as [`Gemm::gemm`](hgemm::Gemm::gemm) with `op`, by `cublasGemmStridedBatchedEx` (f32
     /// compute, f32 alpha and beta). cuBLAS is column-major: a row-major C is computed as
     /// Cᵀ = Bᵀ·Aᵀ, and each operand is transposed when its storage order disagrees.
     pub fn gemm<A, B, C>(&self, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>

@@ -96,8 +96,8 @@ fn plan_runs_without_a_gpu() {
 #[test]
 fn the_llm_table_is_what_plan_llm_runs() {
     // The table of LLM layers (`docs/shapes.md`) has a row per N×K and a column per M; its bold
-    // cells are the shapes where `auto` runs a 160-column tile in many columns (the twenty-sixth
-    // session's rule). `hgemm plan --llm` must list the same 90 shapes.
+    // cells are the shapes where `auto` runs a 160-column tile in many columns. `hgemm plan --llm`
+    // must list the same 90 shapes.
     let doc = include_str!("../../docs/shapes.md");
     let rows = table_rows(doc, "| N×K | layer | M = 256 |");
     let header = doc.lines().find(|l| l.starts_with("| N×K | layer | M = 256 |")).unwrap();
@@ -267,4 +267,26 @@ fn tune_says_what_it_did_or_why_not() {
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(!table.exists());
     }
+}
+
+/// `--help` answers without touching the GPU (no device here or there: the same text, status 0),
+/// and a mistyped flag is refused by name before anything runs.
+#[test]
+fn help_needs_no_gpu_and_mistyped_flags_are_refused() {
+    let hgemm = env!("CARGO_BIN_EXE_hgemm");
+    for sub in ["info", "verify", "bench", "run", "plan", "tune", "ptx"] {
+        let out = Command::new(hgemm).args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{sub} --help: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("Usage: hgemm {sub}")), "{sub} --help: {text}");
+        assert!(out.stderr.is_empty(), "{sub} --help: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // `plan --help` plans nothing: no table header.
+    let out = Command::new(hgemm).args(["plan", "--help"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("MxNxK "));
+    let out = Command::new(hgemm).args(["bench", "--sampels", "3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--sampels") && stderr.contains("--samples"), "{stderr}");
+    assert!(out.stdout.is_empty());
 }
