@@ -3,6 +3,7 @@
 
 use crate::shapes::{LLM_LAYERS, LLM_TOKENS, SWEEP, Shape, parse_shape};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use hgemm::TuneOptions;
 use hgemm::op::Rule;
 use std::path::PathBuf;
 
@@ -68,29 +69,19 @@ impl Shapes {
     }
 }
 
-/// `--kernels`: ladder versions (v0, v3, ...), entry names, or `all`; `bench` and `verify` also
-/// take pseudo-kernels (auto, priced, whole, direct, general, the ceilings).
-#[derive(Debug, Args)]
-pub struct Kernels {
-    /// Comma-separated kernels: v0,v3,hopper_v7_slim_kk,...|all.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub kernels: Option<Vec<String>>,
-}
-
-impl Kernels {
-    /// Whether `--kernels` names `name`.
-    pub fn names(&self, name: &str) -> bool {
-        self.kernels.as_ref().is_some_and(|l| l.iter().any(|s| s == name))
-    }
+/// Whether a `--kernels` list names `name`.
+pub fn names(kernels: &Option<Vec<String>>, name: &str) -> bool {
+    kernels.as_ref().is_some_and(|l| l.iter().any(|s| s == name))
 }
 
 /// `hgemm verify`.
 #[derive(Debug, Args)]
 pub struct Verify {
-    /// The kernels to verify (default every one); `general`: auto on the general calls (run
-    /// when --kernels is absent or names it).
-    #[command(flatten)]
-    pub kernels: Kernels,
+    /// Comma-separated kernels to verify: ladder versions (v0,v3,...), entry names, `all` (the
+    /// default), and `general`: auto on the general calls (run when --kernels is absent or names
+    /// it).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
     /// Seed of the random inputs (default the process id).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -102,12 +93,13 @@ pub struct Bench {
     /// The shapes (default 8192x8192x8192, or the --force file's).
     #[command(flatten)]
     pub shapes: Shapes,
-    /// Contenders besides cuBLAS: ladder versions or entries, auto, priced (what auto's price
-    /// picks, whatever is tuned), whole (auto without stream-K), direct (auto's kernel launched
-    /// prepared), ceiling, ceiling_mid, _lean, _lean_x2, _slim, _slim_x2 (a tile's MMAs alone,
-    /// nothing loaded or stored: what no kernel of those MMAs can beat). Default: the ladder and auto.
-    #[command(flatten)]
-    pub kernels: Kernels,
+    /// Comma-separated contenders besides cuBLAS: ladder versions (v0,...,v7), entry names, `all`,
+    /// auto, priced (what auto's price picks, whatever is tuned), whole (auto without stream-K),
+    /// direct (auto's kernel launched prepared), ceiling, ceiling_mid, _lean, _lean_x2, _slim,
+    /// _slim_x2 (a tile's MMAs alone, nothing loaded or stored: what no kernel of those MMAs can
+    /// beat). Default: the ladder and auto.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
     /// Samples per contender (default 20; 9 rounds with --overhead).
     #[arg(long)]
     pub samples: Option<usize>,
@@ -155,9 +147,10 @@ pub enum Reference {
 /// `hgemm run`.
 #[derive(Debug, Args)]
 pub struct Run {
-    /// The kernels to run (default every one).
-    #[command(flatten)]
-    pub kernels: Kernels,
+    /// Comma-separated kernels to run: ladder versions (v0,v3,...), entry names, or `all` (the
+    /// default).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
     /// Shapes to run instead of each kernel's own small cases (whole tiles, partial tiles, a
     /// general call); one a kernel cannot take is reported with the reason and not counted.
     #[arg(long, value_name = "MxNxK,...", value_delimiter = ',', value_parser = parse_shape)]
@@ -198,12 +191,12 @@ pub struct Tune {
     /// The shapes (default the sweep's).
     #[command(flatten)]
     pub shapes: Shapes,
-    /// Samples per candidate (default: `TuneOptions`').
-    #[arg(long)]
-    pub samples: Option<usize>,
-    /// Milliseconds of back-to-back calls per sample (default: `TuneOptions`').
-    #[arg(long, value_name = "MS")]
-    pub sample_ms: Option<f64>,
+    /// Samples per candidate.
+    #[arg(long, default_value_t = TuneOptions::default().samples)]
+    pub samples: usize,
+    /// Milliseconds of back-to-back calls per sample.
+    #[arg(long, value_name = "MS", default_value_t = TuneOptions::default().sample_ms)]
+    pub sample_ms: f64,
     /// Print every sample's ms per call.
     #[arg(long)]
     pub samples_each: bool,
@@ -281,14 +274,15 @@ mod tests {
     fn defaults_are_as_documented() {
         let Command::Bench(b) = parse("bench").unwrap() else { panic!() };
         assert_eq!(b.shapes.or(&[(8192, 8192, 8192)]), [(8192, 8192, 8192)]);
-        assert_eq!((b.samples, b.kernels.kernels, b.overhead, b.multi_stream), (None, None, false, false));
+        assert_eq!((b.samples, b.kernels, b.overhead, b.multi_stream), (None, None, false, false));
         let Command::Run(r) = parse("run").unwrap() else { panic!() };
         assert_eq!((r.reference, r.shapes, r.general, r.seed), (Reference::Auto, None, false, None));
         let Command::Plan(p) = parse("plan").unwrap() else { panic!() };
         assert_eq!((p.sms, p.why, p.rule), (132, false, None));
         assert_eq!(p.shapes.or(SWEEP), SWEEP);
         let Command::Tune(t) = parse("tune").unwrap() else { panic!() };
-        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (None, None, false, None));
+        let d = TuneOptions::default();
+        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (d.samples, d.sample_ms, false, None));
         assert!(matches!(parse("info").unwrap(), Command::Info));
     }
 
@@ -301,7 +295,7 @@ mod tests {
             panic!()
         };
         assert_eq!(b.shapes.or(&[]), [(1, 2, 8), (16, 32, 64)]);
-        assert!(b.kernels.names("auto") && b.kernels.names("ceiling") && !b.kernels.names("whole"));
+        assert!(names(&b.kernels, "auto") && names(&b.kernels, "ceiling") && !names(&b.kernels, "whole"));
         assert_eq!(b.samples, Some(11));
         assert_eq!((b.json, b.csv, b.svg), (Some("j".into()), Some("c".into()), Some("s".into())));
         let Command::Bench(b) = parse("bench --llm --overhead --samples 5").unwrap() else { panic!() };
@@ -315,7 +309,7 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(r.kernels.kernels, Some(vec!["all".to_string()]));
+        assert_eq!(r.kernels, Some(vec!["all".to_string()]));
         assert_eq!(
             (r.shapes, r.general, r.reference, r.seed),
             (Some(vec![(256, 256, 64)]), true, Reference::Cpu, Some(7))
@@ -324,9 +318,9 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (Some(3), Some(20.0), true, Some("t.txt".into())));
+        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (3, 20.0, true, Some("t.txt".into())));
         let Command::Verify(v) = parse("verify --kernels v0,general --seed 42").unwrap() else { panic!() };
-        assert!(v.kernels.names("general") && v.kernels.names("v0"));
+        assert!(names(&v.kernels, "general") && names(&v.kernels, "v0") && !names(&v.kernels, "v1"));
         assert_eq!(v.seed, Some(42));
         let Command::Ptx(p) = parse("ptx --out dir").unwrap() else { panic!() };
         assert_eq!(p.out, PathBuf::from("dir"));

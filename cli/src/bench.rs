@@ -87,8 +87,8 @@ pub fn run(a: &Bench) -> CliResult {
     let samples = a.samples.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
     contenders.extend(selected(&gemm, &a.kernels, gemm.ladder())?.into_iter().map(Contender::Kernel));
-    let named = |name: &str| a.kernels.names(name);
-    if a.kernels.kernels.is_none() || named("auto") {
+    let named = |name: &str| crate::args::names(&a.kernels, name);
+    if a.kernels.is_none() || named("auto") {
         contenders.push(Contender::Auto);
     }
     if named("priced") {

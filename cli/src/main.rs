@@ -9,7 +9,7 @@ mod run;
 mod shapes;
 mod tune;
 
-use args::{Cli, Command, Kernels, Verify};
+use args::{Cli, Command, Verify, names};
 use clap::Parser;
 use hgemm::{Error, Gemm, KernelSpec};
 use hgemm_testing::{self as testing, Cublas};
@@ -120,10 +120,10 @@ pub(crate) fn open() -> Result<Gemm, Error> {
 /// left to them.
 pub(crate) fn selected(
     gemm: &Gemm,
-    kernels: &Kernels,
+    kernels: &Option<Vec<String>>,
     default: impl Iterator<Item = &'static KernelSpec>,
 ) -> Result<Vec<&'static KernelSpec>, Error> {
-    match kernels.kernels.as_deref() {
+    match kernels.as_deref() {
         None => Ok(default.collect()),
         Some([all]) if all == "all" => Ok(gemm.kernels().collect()),
         Some(list) => list
@@ -180,7 +180,7 @@ fn verify(a: &Verify) -> CliResult {
             tally.record(ok);
         }
     }
-    if a.kernels.kernels.is_none() || a.kernels.names("general") {
+    if a.kernels.is_none() || names(&a.kernels, "general") {
         for (i, case) in testing::general_cases().iter().enumerate() {
             let r =
                 testing::check_op(&gemm, &blas, &stream, &case.op, case.c_offset, seed.wrapping_add(1000 + i as u64))?;

@@ -8,13 +8,7 @@ pub fn run(a: &Tune) -> CliResult {
     let gemm = open()?;
     let stream = gemm.context().default_stream();
     let shapes = a.shapes.or(SWEEP);
-    let mut opts = hgemm::TuneOptions::default();
-    if let Some(n) = a.samples {
-        opts.samples = n;
-    }
-    if let Some(ms) = a.sample_ms {
-        opts.sample_ms = ms;
-    }
+    let opts = hgemm::TuneOptions { samples: a.samples, sample_ms: a.sample_ms, ..Default::default() };
     let d = gemm.device();
     println!(
         "tune on {} ({} SMs): {} samples of {} ms per candidate, in turn; entries priced within {:.0}% of the cheapest, at most {}; the fastest then against auto's pick, head to head, and taken if {:.0}% faster",

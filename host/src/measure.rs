@@ -104,10 +104,8 @@ pub fn rotation_sets(l2_bytes: u32, set_bytes: usize) -> usize {
 /// Back-to-back calls that make a sample of about `sample_ms`, and how many to make untimed
 /// before it (two thirds as many): a call of `macs` multiply-adds moving `bytes` is estimated
 /// at 600 TFLOP/s, or at 4 TB/s where that is longer (short K). The card is power-capped: a
-/// short sample runs at whatever clock the previous kernel left (5 ms samples read v6 at 1.13×
-/// cuBLAS right after the slow v0 and v1, against ~1.02× in steady state; 20 ms samples after
-/// 13 ms ordered tuning's candidates otherwise than `hgemm bench` at four of six shapes), so
-/// every sample first brings the clock to its own.
+/// short sample runs at whatever clock the previous kernel left, so every sample first brings
+/// the clock to its own.
 pub fn sample_calls(macs: usize, bytes: usize, sample_ms: f64) -> (usize, usize) {
     let call_s = (2.0 * macs as f64 / 600e12).max(bytes as f64 / 4e12);
     let calls = (sample_ms * 1e-3 / call_s).ceil().clamp(1.0, 20000.0) as usize;
