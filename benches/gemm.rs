@@ -8,7 +8,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use cudarc::driver::{CudaStream, sys};
 use hgemm::Gemm;
-use hgemm::testing::{self, Cublas};
+use hgemm_testing::{self as testing, Cublas};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -18,7 +18,7 @@ trap 'git worktree remove --force "$SRC"' EXIT
 for patch in "$@"; do
     git -C "$SRC" apply "$PWD/$patch"
 done
-CARGO_TARGET_DIR="$PWD/target/probe/build" cargo build --release --quiet --bin hgemm --manifest-path "$SRC/Cargo.toml"
+CARGO_TARGET_DIR="$PWD/target/probe/build" cargo build --release --quiet -p hgemm-cli --bin hgemm --manifest-path "$SRC/Cargo.toml"
 mkdir -p .device/probe
 strip -o ".device/probe/$NAME" target/probe/build/release/hgemm
 rm -rf "target/probe/ptx-$NAME"

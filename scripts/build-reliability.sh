@@ -2,7 +2,7 @@
 # Builds, on this machine, everything scripts/device-reliability.sh runs on the GPU machine (which
 # has no Rust), and gathers it in target/reliability/ — the one path to carry:
 #   hgemm             the CLI (`hgemm run` is what the sanitizers wrap)
-#   reliability       host/tests/reliability.rs: sweep, determinism, soak, concurrency
+#   reliability       testing/tests/reliability.rs: sweep, determinism, soak, concurrency
 #   hgemm-hang-guard  the CLI built with --features hang-guard
 #   hang              host/tests/hang.rs built with --features hang-guard
 # The hang-guard build goes to target/hang-guard/ so that it replaces none of the default build's
@@ -13,10 +13,10 @@ out=target/reliability
 
 source scripts/test-executable.sh
 
-cargo build --release -p hgemm --bin hgemm
-reliability=$(test_executable reliability)
-cargo build --release -p hgemm --bin hgemm --features hang-guard --target-dir target/hang-guard
-hang=$(test_executable hang --features hang-guard --target-dir target/hang-guard)
+cargo build --release -p hgemm-cli --bin hgemm
+reliability=$(test_executable hgemm-testing reliability)
+cargo build --release -p hgemm-cli --bin hgemm --features hang-guard --target-dir target/hang-guard
+hang=$(test_executable hgemm hang --features hang-guard --target-dir target/hang-guard)
 
 rm -rf "$out"
 mkdir -p "$out"

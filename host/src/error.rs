@@ -16,8 +16,6 @@ pub enum Error {
         /// The `CUresult` it returned, with context.
         code: String,
     },
-    /// cuBLAS failed (only the reference and benchmark paths use it).
-    Cublas(String),
     /// The device has no kernel family here (hgemm has kernels for compute capability 9.0 and 10.x).
     UnsupportedDevice {
         /// The device's name.
@@ -95,7 +93,6 @@ impl fmt::Display for Error {
                 write!(f, "no CUDA driver found (libcuda could not be loaded): this machine has no usable NVIDIA GPU")
             }
             Error::Driver { call, code } => write!(f, "CUDA driver call {call} failed: {code}"),
-            Error::Cublas(e) => write!(f, "cuBLAS failed: {e}"),
             Error::UnsupportedDevice { name, major, minor } => write!(
                 f,
                 "{name} (compute capability {major}.{minor}) is not supported: hgemm has kernels for 9.0 (H100, H200) and 10.x (B200, GB300)"

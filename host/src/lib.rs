@@ -47,8 +47,9 @@
 //! H200, the README's measurement); [`Gemm::launch_prepared`] or a graph avoids that.
 //!
 //! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
-//! script with rustc's nvptx64 backend and embedded ([`ptx`]); the CLI (`hgemm info | verify |
-//! bench | ptx`) and the [`testing`] module check them against cuBLAS and time them.
+//! script with rustc's nvptx64 backend and embedded ([`ptx`]). [`measure`] fills, compares and
+//! times on the device, for tuning; the `hgemm-testing` crate (the cuBLAS harness) and the `hgemm`
+//! CLI (`hgemm-cli`) build on it to check the kernels against cuBLAS and time them.
 //!
 //! # Layers
 //!
@@ -65,11 +66,8 @@
 //! 6. [`launch`], `graph`, `workspace`: the driver's launch, graph-capture bookkeeping,
 //!    stream-K workspaces.
 //! 7. [`gemm`]: the handle, [`Gemm`].
-//! 8. [`tune`]: measured choices on the caller's GPU ([`Gemm::tune`]).
-//! 9. [`testing`]: the cuBLAS harness.
-//!
-//! [`op`] still re-exports the plan's and the choice's public functions under their old paths
-//! (`hgemm::op::plan`, `hgemm::op::choose_why`, …) for the CLI and the harness.
+//! 8. [`measure`]: device fills, comparisons and timing, for tuning and the harness.
+//! 9. [`tune`]: measured choices on the caller's GPU ([`Gemm::tune`]).
 #![warn(missing_docs)]
 pub mod choose;
 pub mod device;
@@ -78,11 +76,11 @@ pub mod gemm;
 mod graph;
 pub mod hang;
 pub mod launch;
+pub mod measure;
 pub mod op;
 pub mod plan;
 pub mod ptx;
 pub mod tensor_map;
-pub mod testing;
 pub mod tune;
 mod tuned;
 mod workspace;

@@ -6,11 +6,6 @@ use crate::error::{Error, Result};
 use hgemm_kernels::args::GemmArgs;
 use hgemm_kernels::spec::Major;
 
-// The paths the CLI and the test harness import from here; they move to `plan` and `choose`
-// once those import from there (the one upward edge left, re-exports only).
-pub use crate::choose::{Priced, Rule, choose, choose_offline, choose_why, price};
-pub use crate::plan::{Plan, for_kernel, launch_offline, plan, shape, supports};
-
 /// Storage order of a matrix in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {

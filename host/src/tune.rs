@@ -10,8 +10,8 @@
 use crate::choose;
 use crate::error::{Error, Result};
 use crate::gemm::{Gemm, Prepared};
+use crate::measure::{self, drv};
 use crate::op::GemmOp;
-use crate::testing::{self, drv};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use hgemm_kernels::spec::KernelSpec;
@@ -166,7 +166,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));
     }
-    let (la, lb, lc) = testing::lengths(op);
+    let (la, lb, lc) = measure::lengths(op);
     if opts.samples == 0 || opts.sample_ms.is_nan() || opts.sample_ms <= 0.0 {
         return Err(Error::Tuning(format!("{} samples of {} ms: both must be positive", opts.samples, opts.sample_ms)));
     }
@@ -180,8 +180,8 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     // Fresh inputs (B scaled by K^-1/2), rotated beyond L2.
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let set_bytes = la.saturating_add(lb).saturating_add(lc).saturating_mul(2);
-    let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
-    let (a, b, mut c) = testing::input_sets(gemm, stream, op, sets, seed)?;
+    let sets = measure::rotation_sets(gemm.device().l2_bytes, set_bytes);
+    let (a, b, mut c) = measure::input_sets(gemm, stream, op, sets, seed)?;
 
     // Each candidate once on the first set, from C as it was (poisoned, where C is not read, so
     // that an element left unwritten shows), against auto's pick: tuning never takes a kernel
@@ -190,7 +190,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     let start = |buf: &mut CudaSlice<bf16>| -> Result<()> {
         stream.memcpy_dtod(&c_before, buf).map_err(drv("cuMemcpyDtoD"))?;
         if op.beta == 0.0 {
-            testing::fill(gemm, stream, buf, testing::POISON)?;
+            measure::fill(gemm, stream, buf, measure::POISON)?;
         }
         Ok(())
     };
@@ -217,7 +217,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         if choice != priced {
             start(&mut out)?;
             gemm.gemm_with(choice.kernel, stream, &run_op, &a[0], &b[0], &mut out)?;
-            let cmp = testing::compare_on_device(gemm, stream, &out, &reference)?;
+            let cmp = measure::compare_on_device(gemm, stream, &out, &reference)?;
             if !cmp.passed() {
                 return Err(Error::Tuning(format!(
                     "{} and {} disagree at {}: relative error {:.2e}, {} elements unwritten, {} written outside C",
@@ -237,10 +237,10 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     // `hgemm bench`: the power-capped card's clock follows the draw of the last tens of
     // milliseconds, and shorter samples (20 ms after 13 ms) misordered the wide and square tiles
     // (H200, cf83500, 2026-11-30); 60 ms after 40 ms ordered all six shapes as the bench did.
-    let (calls, warmup) = testing::sample_calls(testing::macs(op), set_bytes, opts.sample_ms);
+    let (calls, warmup) = measure::sample_calls(measure::macs(op), set_bytes, opts.sample_ms);
     let sample = |launches: &[Prepared]| -> Result<f64> {
         // SAFETY: prepared on this function's buffers, alive until it returns, used on this one stream.
-        let ms = testing::time_median(stream, warmup, 1, calls, |j| unsafe {
+        let ms = measure::time_median(stream, warmup, 1, calls, |j| unsafe {
             gemm.launch_prepared(&launches[j % sets], stream)
         })?;
         Ok(ms[0])
@@ -254,7 +254,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
         }
     }
     for (t, _) in timed.iter_mut() {
-        t.ms = testing::median(&t.samples);
+        t.ms = measure::median(&t.samples);
     }
     timed.sort_by(|x, y| x.0.ms.total_cmp(&y.0.ms));
     // The fastest of several noisy medians is likely to be one that read low: before it
@@ -268,8 +268,8 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
             }
             Some(HeadToHead {
                 challenger: best.0.choice,
-                priced_ms: testing::median(&a),
-                challenger_ms: testing::median(&b),
+                priced_ms: measure::median(&a),
+                challenger_ms: measure::median(&b),
             })
         }
         _ => None,

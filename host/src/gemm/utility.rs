@@ -68,7 +68,7 @@ impl Gemm {
     }
 
     /// Tensor-core ceiling `spec`'s entry, loaded from this handle's module with the shared
-    /// memory it needs; only the benchmark's `testing::Ceiling` asks, so `new` does not.
+    /// memory it needs; only the benchmark's `measure::Ceiling` asks, so `new` does not.
     pub(crate) fn load_ceiling(&self, spec: &CeilingSpec) -> Result<CudaFunction> {
         if self.family != Family::Hopper {
             return Err(Error::UnknownKernel(format!("{} (the ceilings are Hopper's)", spec.name)));

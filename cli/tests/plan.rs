@@ -172,8 +172,9 @@ fn plan_why_lists_the_prices_auto_weighs() {
     };
     assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
     assert!(
-        note(second, "hopper_v7_trim_kk_cm")
-            .ends_with("(auto's pick: `op::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"),
+        note(second, "hopper_v7_trim_kk_cm").ends_with(
+            "(auto's pick: `choose::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"
+        ),
         "{text}"
     );
     assert!(!note(second, "hopper_v7_square_kk").contains("pick"), "{text}");

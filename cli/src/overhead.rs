@@ -1,10 +1,11 @@
 //! `hgemm bench --overhead`: what a call costs the host, against cuBLAS, and what a CUDA graph of
 //! the same calls saves.
 
-use crate::{CliResult, flag, open};
+use crate::args::Bench;
+use crate::{CliResult, open};
 use cudarc::driver::{CudaStream, sys};
-use hgemm::testing::{self, Cublas};
 use hgemm::{Gemm, GemmOp, Prepared};
+use hgemm_testing::{self as testing, Cublas};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,15 +42,15 @@ impl Path {
     }
 }
 
-pub fn run(args: &[String]) -> CliResult {
+pub fn run(a: &Bench) -> CliResult {
     let gemm = open()?;
     // SAFETY: every buffer here is used on the one stream below. (The graph's captured calls may
     // not wait on events recorded outside the capture, which cudarc's tracking would add.)
     unsafe { gemm.context().disable_event_tracking() };
     let stream = gemm.context().new_stream()?;
     let blas = Cublas::new(&stream)?;
-    let shapes = crate::bench::shapes_from(args, SHAPES)?;
-    let rounds: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(9);
+    let shapes = a.shapes.or(SHAPES);
+    let rounds = a.samples.unwrap_or(9);
     crate::say_skipped(&gemm);
     println!(
         "overhead on {}: {CALLS} calls back to back on one stream, one input set; median of {rounds} rounds;\n\
@@ -151,11 +152,11 @@ fn call(
     a: &cudarc::driver::CudaSlice<half::bf16>,
     b: &cudarc::driver::CudaSlice<half::bf16>,
     c: &mut cudarc::driver::CudaSlice<half::bf16>,
-) -> hgemm::Result<()> {
+) -> testing::Result<()> {
     match path {
         Path::Cublas => blas.matmul(a, b, c, op.m, op.n, op.k),
-        Path::Auto | Path::Graph => gemm.gemm(stream, op, a, b, c),
+        Path::Auto | Path::Graph => Ok(gemm.gemm(stream, op, a, b, c)?),
         // SAFETY: prepared on these buffers, alive for the whole benchmark, on this one stream.
-        Path::Direct => unsafe { gemm.launch_prepared(prepared, stream) },
+        Path::Direct => Ok(unsafe { gemm.launch_prepared(prepared, stream) }?),
     }
 }

@@ -14,8 +14,8 @@
 
 use cudarc::driver::CudaSlice;
 use half::bf16;
-use hgemm::testing::{self, Cublas};
 use hgemm::{Gemm, GemmOp, Layout};
+use hgemm_testing::{self as testing, Cublas};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

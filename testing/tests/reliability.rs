@@ -11,8 +11,8 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DriverError};
 use half::bf16;
-use hgemm::testing::{self, BufferComparison, Cublas, Rng, Variant};
 use hgemm::{Family, Gemm, GemmOp, KernelSpec, Layout};
+use hgemm_testing::{self as testing, BufferComparison, Cublas, Rng, Variant};
 use std::sync::Arc;
 
 fn open() -> Gemm {
@@ -60,7 +60,7 @@ fn sweep_case(
     kernel: &KernelSpec,
     case: &testing::SweepCase,
     x: &mut SweepBuffers,
-) -> hgemm::Result<BufferComparison> {
+) -> testing::Result<BufferComparison> {
     let op = &case.op;
     let (la, lb, lc) = testing::lengths(op);
     let guarded = lc + testing::GUARD_LEN;
@@ -89,7 +89,7 @@ fn arbitrate(
     kernel: &KernelSpec,
     case: &testing::SweepCase,
     x: &mut SweepBuffers,
-) -> hgemm::Result<(testing::Comparison, testing::Comparison)> {
+) -> testing::Result<(testing::Comparison, testing::Comparison)> {
     let op = &case.op;
     let (la, lb, lc) = testing::lengths(op);
     let host = |v: &cudarc::driver::CudaView<bf16>| stream.clone_dtoh(v).map_err(drv("cuMemcpyDtoH"));
@@ -139,7 +139,7 @@ fn fill_inputs(
     a: &mut CudaViewMut<bf16>,
     b: &mut CudaViewMut<bf16>,
     c: &mut CudaViewMut<bf16>,
-) -> hgemm::Result<()> {
+) -> testing::Result<()> {
     testing::fill_random(gemm, stream, a, seed, 1.0)?;
     testing::fill_random(gemm, stream, b, seed ^ 0x5eed, 1.0 / (op.k.max(1) as f32).sqrt())?;
     testing::fill(gemm, stream, c, testing::POISON)?;
@@ -652,7 +652,7 @@ fn concurrent_call(
     kernel: Option<&KernelSpec>,
     op: &GemmOp,
     seed: u64,
-) -> hgemm::Result<BufferComparison> {
+) -> testing::Result<BufferComparison> {
     let lc = testing::lengths(op).2;
     let [a, b, mut c, mut reference] = call_buffers(gemm, stream, op, seed)?;
     match kernel {
@@ -660,12 +660,17 @@ fn concurrent_call(
         None => gemm.gemm(stream, op, &a, &b, &mut c.slice_mut(..lc))?,
     }
     blas.gemm(op, &a, &b, &mut reference.slice_mut(..lc))?;
-    testing::compare_on_device(gemm, stream, &c, &reference)
+    Ok(testing::compare_on_device(gemm, stream, &c, &reference)?)
 }
 
 /// A, B and C (with its guard) for `op` on `stream`, with fresh inputs ([`fill_inputs`]), and a
 /// copy of C for cuBLAS to write, in that order.
-fn call_buffers(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, seed: u64) -> hgemm::Result<[CudaSlice<bf16>; 4]> {
+fn call_buffers(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    op: &GemmOp,
+    seed: u64,
+) -> testing::Result<[CudaSlice<bf16>; 4]> {
     let (la, lb, lc) = testing::lengths(op);
     let (mut a, mut b, mut c) =
         (alloc::<bf16>(stream, la), alloc::<bf16>(stream, lb), alloc::<bf16>(stream, lc + testing::GUARD_LEN));
@@ -965,7 +970,7 @@ fn hopper_calls_from_a_thread_without_the_context() {
 /// `op` is split by K where `auto` runs it on this device (so that it takes a workspace).
 fn assert_splits(gemm: &Gemm, op: &GemmOp) {
     let spec = gemm.choose(op).expect("a kernel");
-    let shape = hgemm::op::launch_offline(spec, op, gemm.device().sms).expect("a launch");
+    let shape = hgemm::plan::launch_offline(spec, op, gemm.device().sms).expect("a launch");
     assert!(shape.split.is_some_and(|sk| sk.splits()), "{} no longer splits", testing::describe(op));
 }
 
@@ -1000,9 +1005,9 @@ impl ReadyCall {
     }
 
     /// cuBLAS's result beside the call's, compared on the device (never during a capture).
-    fn check(&mut self, gemm: &Gemm) -> hgemm::Result<BufferComparison> {
+    fn check(&mut self, gemm: &Gemm) -> testing::Result<BufferComparison> {
         let lc = testing::lengths(&self.op).2;
         self.blas.gemm(&self.op, &self.a, &self.b, &mut self.r.slice_mut(..lc))?;
-        testing::compare_on_device(gemm, &self.stream, &self.c, &self.r)
+        Ok(testing::compare_on_device(gemm, &self.stream, &self.c, &self.r)?)
     }
 }

@@ -6,39 +6,24 @@
 //! guard band of poison follows it; the whole buffer, padding and guard included, is compared
 //! with the reference, so unwritten elements and stray writes both fail.
 
-use crate::{CliResult, flag, open, selected};
+use crate::args::{Reference, Run};
+use crate::{CliResult, open, selected};
 use cudarc::driver::CudaStream;
 use half::bf16;
-use hgemm::testing::{self, BufferComparison, Cublas, Variant};
 use hgemm::{Gemm, GemmOp, KernelSpec};
+use hgemm_testing::{self as testing, BufferComparison, Cublas, Variant};
 use std::sync::Arc;
 
-/// Where the reference comes from.
-#[derive(Clone, Copy, PartialEq)]
-enum Reference {
-    Cpu,
-    Cublas,
-    /// The CPU for calls of up to [`testing::CPU_CHECK_MAX_MACS`] multiply-adds, else cuBLAS.
-    Auto,
-}
-
-pub fn run(args: &[String]) -> CliResult {
-    let reference = match flag(args, "--ref").unwrap_or("auto") {
-        "cpu" => Reference::Cpu,
-        "cublas" => Reference::Cublas,
-        "auto" => Reference::Auto,
-        other => return Err(format!("--ref {other}: want cpu, cublas or auto").into()),
-    };
-    let shapes = flag(args, "--shapes").map(crate::bench::parse_shapes).transpose()?;
-    let general = args.iter().any(|a| a == "--general");
+pub fn run(a: &Run) -> CliResult {
+    let (reference, shapes, general) = (a.reference, &a.shapes, a.general);
     let gemm = open()?;
     let stream = gemm.context().default_stream();
     let blas = if reference == Reference::Cpu { None } else { Some(Cublas::new(&stream)?) };
-    let seed: u64 = flag(args, "--seed").map(str::parse).transpose()?.unwrap_or_else(|| std::process::id() as u64);
+    let seed = a.seed.unwrap_or_else(|| std::process::id() as u64);
     println!("run on {} (seed {seed}; tolerance {:.0e} relative)", gemm.device().name, testing::TOLERANCE);
     let mut tally = crate::Tally::default();
-    for kernel in selected(&gemm, args, gemm.kernels())? {
-        let cases: Vec<(String, GemmOp)> = match &shapes {
+    for kernel in selected(&gemm, &a.kernels, gemm.kernels())? {
+        let cases: Vec<(String, GemmOp)> = match shapes {
             None => testing::small_cases(kernel),
             Some(list) => list
                 .iter()
@@ -54,7 +39,7 @@ pub fn run(args: &[String]) -> CliResult {
             // say so and go on. The kernel's own cases it must take. The plan needs no GPU, and
             // any 16-byte aligned address stands for the buffers.
             const ALIGNED: u64 = 1 << 20;
-            if let (Some(_), Err(e)) = (&shapes, hgemm::op::plan(kernel, op, ALIGNED, ALIGNED, ALIGNED)) {
+            if let (Some(_), Err(e)) = (shapes, hgemm::plan::plan(kernel, op, ALIGNED, ALIGNED, ALIGNED)) {
                 println!("{:<22} {what:<58} {e}", kernel.name);
                 tally.record_not_taken();
                 continue;
@@ -62,6 +47,7 @@ pub fn run(args: &[String]) -> CliResult {
             let on_cpu = match reference {
                 Reference::Cpu => true,
                 Reference::Cublas => false,
+                // The CPU for calls of up to `CPU_CHECK_MAX_MACS` multiply-adds.
                 Reference::Auto => op.m * op.n * op.k * op.batch <= testing::CPU_CHECK_MAX_MACS,
             };
             let blas = if on_cpu { None } else { blas.as_ref() };

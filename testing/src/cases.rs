@@ -1,8 +1,8 @@
 //! Which calls to test a kernel on: a seeded random sweep of shapes and layouts, and a few small
 //! cases for runs under compute-sanitizer. Plain Rust, checked without a GPU by the unit tests.
 
-use super::{lengths, op_for};
-use crate::op::{GemmOp, Layout};
+use crate::lengths;
+use hgemm::{GemmOp, Layout};
 use hgemm_kernels::spec::{KernelSpec, Major};
 
 /// SplitMix64: a tiny seeded generator, so that a sweep is reproduced from its seed alone.
@@ -97,6 +97,21 @@ impl Variant {
     };
     /// [`Variant::GENERAL`] with a ragged C, its rows 3 elements longer than its row length.
     pub const RAGGED: Variant = Variant { pad: [8, 16, 3], ragged_c: true, ..Variant::GENERAL };
+}
+
+/// The dense single GEMM `kernel` computes: C = A·B with A and B in the storage orders it reads
+/// (the native C = A·Bᵀ for the ladder).
+/// An MN-major operand's leading dimension is M or N rounded up to 8 (TMA's 16-byte rows).
+pub fn op_for(kernel: &KernelSpec, m: usize, n: usize, k: usize) -> GemmOp {
+    // An entry that writes C column-major reads the caller's B as its A, and A as its B.
+    let (a_major, b_major) = if swaps(kernel, Layout::RowMajor) {
+        (kernel.b_major, kernel.a_major)
+    } else {
+        (kernel.a_major, kernel.b_major)
+    };
+    let op = GemmOp::new(m, n, k);
+    let op = if a_major == Major::MN { op.a(Layout::ColMajor, m.div_ceil(8) * 8) } else { op };
+    if b_major == Major::MN { op.b(Layout::RowMajor, n.div_ceil(8) * 8) } else { op }
 }
 
 /// The call `kernel` (a general one) computes for an M×N output with the options of `v`: A and B
@@ -386,12 +401,12 @@ pub fn small_cases(kernel: &KernelSpec) -> Vec<(String, GemmOp)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op;
+    use hgemm::plan;
 
     fn check_plannable(kernel: &KernelSpec, op: &GemmOp, what: &str) {
         let (la, lb, lc) = lengths(op);
         assert_eq!(op.validate(la, lb, lc), Ok(true), "{}: {what}: {op:?}", kernel.name);
-        op::plan(kernel, op, 0x10000, 0x20000, 0x30000)
+        plan::plan(kernel, op, 0x10000, 0x20000, 0x30000)
             .unwrap_or_else(|e| panic!("{}: {what}: {e}: {op:?}", kernel.name));
     }
 
@@ -422,7 +437,7 @@ mod tests {
                 check_plannable(kernel, op, &format!("case {}", c.index));
                 assert!(within_sweep_bounds(op), "{}: case {} out of bounds: {op:?}", kernel.name, c.index);
                 assert!(op.k % 8 == 0 && (8..=SWEEP_MAX_K).contains(&op.k));
-                let (rop, _) = op::for_kernel(kernel, op);
+                let (rop, _) = plan::for_kernel(kernel, op);
                 big_m |= rop.m > 8192;
                 big_n |= rop.n > 8192;
                 k_max |= op.k == SWEEP_MAX_K;
@@ -474,15 +489,10 @@ mod tests {
                 assert!(op.m * op.n * op.k * op.batch <= most, "{}: {what} is too big for the sanitizers", kernel.name);
             }
             if let Some((what, op)) = cases.iter().find(|(w, _)| w.contains("stream-K")) {
-                let workers = 132 / kernel.cluster;
-                let args = op::for_kernel(kernel, op).0.shape_args();
-                assert!(
-                    kernel.schedule(&args, workers).unwrap().splits(),
-                    "{}: {what} does not split on an H200",
-                    kernel.name
-                );
+                let shape = plan::launch_offline(kernel, op, 132).unwrap();
+                assert!(shape.split.is_some_and(|sk| sk.splits()), "{}: {what} does not split on an H200", kernel.name);
             }
-            let (partial, _) = op::for_kernel(kernel, &cases[1].1);
+            let (partial, _) = plan::for_kernel(kernel, &cases[1].1);
             assert!(
                 partial.m % kernel.tile_m as usize != 0
                     && partial.n % kernel.tile_n as usize != 0
@@ -535,7 +545,7 @@ mod tests {
                 }
                 assert_eq!(folded, expected, "{} plain {plain}", kernel.name);
             }
-            for &(m, n, k) in &crate::testing::verify_shapes(kernel) {
+            for &(m, n, k) in &crate::verify_shapes(kernel) {
                 check_plannable(kernel, &op_for(kernel, m, n, k), &format!("verify {m}x{n}x{k}"));
             }
         }
@@ -553,9 +563,12 @@ mod tests {
                     (304, 200)
                 };
                 let op = op_with(kernel, m, n, 72, &v);
-                let (kop, _) = op::for_kernel(kernel, &op);
+                // In the kernel's coordinates C is row-major: A (M×K) row-major and B (K×N)
+                // column-major are K-major.
+                let (kop, _) = plan::for_kernel(kernel, &op);
+                let major = |k_major: bool| if k_major { Major::K } else { Major::MN };
                 assert_eq!(
-                    (kop.a_major(), kop.b_major()),
+                    (major(kop.a_layout == Layout::RowMajor), major(kop.b_layout == Layout::ColMajor)),
                     (kernel.a_major, kernel.b_major),
                     "{} {c_layout:?}",
                     kernel.name

@@ -2,8 +2,8 @@
 //! the normal suite (CI has none) and run on a GPU machine with `--ignored` (scripts/device-final.sh).
 //! A test run on the wrong GPU, or on none, fails: it never passes by skipping.
 
-use hgemm::testing::{self, Cublas};
 use hgemm::{Family, Gemm};
+use hgemm_testing::{self as testing, Cublas};
 
 fn open(family: Family) -> Gemm {
     let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
@@ -217,8 +217,9 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
     // Every other entry that computes 256×22016×4096, forced through a table, runs and matches.
     let d = gemm.device();
     let priced = gemm.priced(&ops[0]).unwrap();
-    for kernel in
-        gemm.kernels().filter(|k| k.general && k.name != priced.kernel.name && hgemm::op::supports(k, &ops[0]).is_ok())
+    for kernel in gemm
+        .kernels()
+        .filter(|k| k.general && k.name != priced.kernel.name && hgemm::plan::supports(k, &ops[0]).is_ok())
     {
         for split in [true, false] {
             let table = format!(

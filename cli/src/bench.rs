@@ -1,61 +1,13 @@
 //! `hgemm bench`: TFLOP/s of cuBLAS and of each kernel, measured in one process, interleaved.
 
-use crate::{CliResult, flag, open, selected};
-use hgemm::testing::{self, Cublas};
+use crate::args::Bench;
+use crate::shapes::{Shape, parse_shape};
+use crate::{CliResult, open, selected};
 use hgemm::{Choice, Family, Gemm, GemmOp, KernelSpec, TuneTable};
 use hgemm_kernels::hopper::ceiling::{CEILINGS, CeilingSpec};
+use hgemm_testing::{self as testing, Cublas};
+use serde::Serialize;
 use std::fmt::Write as _;
-
-/// The shapes of the Hopper performance target (M×N×K).
-pub const SWEEP: &[(usize, usize, usize)] = &[
-    (8192, 8192, 8192),
-    (4096, 4096, 4096),
-    (2048, 2048, 2048),
-    (16384, 16384, 16384),
-    (8192, 28672, 8192),
-    (8192, 8192, 28672),
-    (4096, 14336, 4096),
-    (8192, 1024, 8192),
-    (8000, 8000, 8000),
-    (6144, 6144, 6144),
-    (1024, 8192, 8192),
-    (128, 8192, 8192),
-];
-
-/// N×K of the linear layers of Llama-2 7B and 13B and Llama-3 8B and 70B on one GPU (QKV and
-/// gate+up fused): `--llm` runs each at [`LLM_TOKENS`] rows.
-const LLM_LAYERS: &[(usize, usize)] = &[
-    (12288, 4096),
-    (4096, 4096),
-    (22016, 4096),
-    (4096, 11008),
-    (6144, 4096),
-    (28672, 4096),
-    (4096, 14336),
-    (10240, 8192),
-    (8192, 8192),
-    (57344, 8192),
-    (8192, 28672),
-    (15360, 5120),
-    (5120, 5120),
-    (27648, 5120),
-    (5120, 13824),
-];
-const LLM_TOKENS: &[usize] = &[256, 512, 1024, 2048, 3072, 4096];
-
-/// The shapes `--sweep`, `--llm` or `--shapes` name, or `default`.
-pub(crate) fn shapes_from(
-    args: &[String],
-    default: &[(usize, usize, usize)],
-) -> Result<Vec<(usize, usize, usize)>, String> {
-    Ok(if args.iter().any(|a| a == "--sweep") {
-        SWEEP.to_vec()
-    } else if args.iter().any(|a| a == "--llm") {
-        LLM_LAYERS.iter().flat_map(|&(n, k)| LLM_TOKENS.iter().map(move |&m| (m, n, k))).collect()
-    } else {
-        flag(args, "--shapes").map(parse_shapes).transpose()?.unwrap_or_else(|| default.to_vec())
-    })
-}
 
 /// One row of the results.
 pub struct Row {
@@ -102,55 +54,41 @@ fn hgemm_kernels_is_ladder(k: &KernelSpec) -> bool {
     hgemm::ladder_of(k.family).iter().any(|l| l.name == k.name)
 }
 
-pub(crate) fn parse_shapes(s: &str) -> Result<Vec<(usize, usize, usize)>, String> {
-    s.split(',')
-        .map(|t| {
-            let v: Vec<usize> =
-                t.split('x').map(|d| d.parse().map_err(|_| format!("bad shape {t}"))).collect::<Result<_, _>>()?;
-            match v[..] {
-                [m, n, k] => Ok((m, n, k)),
-                _ => Err(format!("bad shape {t}: want MxNxK")),
-            }
-        })
-        .collect()
-}
-
-pub fn run(args: &[String]) -> CliResult {
-    if args.iter().any(|a| a == "--overhead") {
-        return crate::overhead::run(args);
-    }
+pub fn run(a: &Bench) -> CliResult {
     let gemm = open()?;
     // `--multi-stream`: a stream of cudarc's own, which puts the context in its multi-stream mode,
     // event tracking on: every call through a `CudaSlice` then waits on the buffers' events and
     // records them, as in a program that made a second stream. `direct` bypasses the tracking.
-    let multi_stream = args.iter().any(|a| a == "--multi-stream");
+    let multi_stream = a.multi_stream;
     let stream = if multi_stream { gemm.context().new_stream()? } else { gemm.context().default_stream() };
     let blas = Cublas::new(&stream)?;
-    if let Some(path) = flag(args, "--tuning") {
+    if let Some(path) = &a.tuning {
         let n = gemm.load_tuning(&std::fs::read_to_string(path)?)?;
-        println!("tuning: {n} choices from {path}");
+        println!("tuning: {n} choices from {}", path.display());
     }
-    let forced = match flag(args, "--force") {
+    let forced = match &a.force {
         Some(path) => {
             let d = gemm.device();
             let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
             let (table, shapes) =
                 forced_table(&std::fs::read_to_string(path)?, &kernels, gemm.family(), &d.name, d.sms)
-                    .map_err(|e| format!("{path}: {e}"))?;
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
             let n = gemm.load_tuning(&table.to_text())?;
-            println!("forced: {n} choices from {path} (`auto` runs them; `priced` what auto's price picks)");
+            println!(
+                "forced: {n} choices from {} (`auto` runs them; `priced` what auto's price picks)",
+                path.display()
+            );
             shapes
         }
         None => Vec::new(),
     };
     let default = if forced.is_empty() { vec![(8192, 8192, 8192)] } else { forced };
-    let shapes = shapes_from(args, &default)?;
-    let samples: usize = flag(args, "--samples").map(str::parse).transpose()?.unwrap_or(20);
+    let shapes = a.shapes.or(&default);
+    let samples = a.samples.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
-    contenders.extend(selected(&gemm, args, gemm.ladder())?.into_iter().map(Contender::Kernel));
-    // Whether `--kernels` names `name`.
-    let named = |name: &str| flag(args, "--kernels").is_some_and(|l| l.split(',').any(|s| s == name));
-    if flag(args, "--kernels").is_none() || named("auto") {
+    contenders.extend(selected(&gemm, &a.kernels, gemm.ladder())?.into_iter().map(Contender::Kernel));
+    let named = |name: &str| crate::args::names(&a.kernels, name);
+    if a.kernels.is_none() || named("auto") {
         contenders.push(Contender::Auto);
     }
     if named("priced") {
@@ -167,8 +105,8 @@ pub fn run(args: &[String]) -> CliResult {
         if named(c.name) {
             if ceiling.is_none() {
                 let c = testing::Ceiling::new(&gemm, &stream)?;
-                ceiling = Some(match flag(args, "--ceiling-ctas") {
-                    Some(n) => c.on_ctas(n.parse()?),
+                ceiling = Some(match a.ceiling_ctas {
+                    Some(n) => c.on_ctas(n),
                     None => c,
                 });
             }
@@ -185,18 +123,22 @@ pub fn run(args: &[String]) -> CliResult {
         d.l2_bytes >> 20,
         if multi_stream { "; cudarc's multi-stream event tracking on" } else { "" }
     );
+    // Each shape's table as soon as it is measured: a long run (`--llm`) shows its progress.
     let mut rows = Vec::new();
     for &shape in &shapes {
-        rows.extend(bench_shape(&gemm, &blas, &stream, &contenders, &mut ceiling, shape, samples)?);
+        let measured = bench_shape(&gemm, &blas, &stream, &contenders, &mut ceiling, shape, samples)?;
+        print_shape(&measured);
+        std::io::Write::flush(&mut std::io::stdout())?;
+        rows.extend(measured);
     }
-    print_table(&rows);
-    if let Some(path) = flag(args, "--json") {
-        std::fs::write(path, to_json(&gemm, &rows))?;
+    print_summary(&rows);
+    if let Some(path) = &a.json {
+        std::fs::write(path, to_json(&gemm, &rows)?)?;
     }
-    if let Some(path) = flag(args, "--csv") {
+    if let Some(path) = &a.csv {
         std::fs::write(path, to_csv(&rows))?;
     }
-    if let Some(path) = flag(args, "--svg") {
+    if let Some(path) = &a.svg {
         let first: Vec<&Row> = rows.iter().filter(|r| r.shape == shapes[0]).collect();
         std::fs::write(path, crate::chart::bars(&first, &d.name))?;
     }
@@ -209,7 +151,7 @@ fn bench_shape(
     stream: &std::sync::Arc<cudarc::driver::CudaStream>,
     contenders: &[Contender],
     ceiling: &mut Option<testing::Ceiling>,
-    (m, n, k): (usize, usize, usize),
+    (m, n, k): Shape,
     samples: usize,
 ) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let set_bytes = 2 * (m * k + n * k + m * n);
@@ -291,10 +233,10 @@ fn run_one(
     ceiling: &mut Option<testing::Ceiling>,
     j: usize,
     (m, n, k): (usize, usize, usize),
-) -> hgemm::Result<()> {
+) -> testing::Result<()> {
     let s = j % a.len();
-    match ct {
-        Contender::Cublas => blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
+    Ok(match ct {
+        Contender::Cublas => return blas.matmul(&a[s], &b[s], &mut c[s], m, n, k),
         Contender::Kernel(spec) => gemm.matmul_with(spec, stream, &a[s], &b[s], &mut c[s], m, n, k),
         Contender::Auto => gemm.matmul(stream, &a[s], &b[s], &mut c[s], m, n, k),
         Contender::Priced => {
@@ -308,20 +250,22 @@ fn run_one(
         Contender::Ceiling(spec) => {
             ceiling.as_mut().expect("made with the contender").run(gemm, stream, spec.name, (m, n, k))
         }
+    }?)
+}
+
+/// One shape's table.
+fn print_shape(rows: &[Row]) {
+    if let Some(r) = rows.first() {
+        println!("\n{}x{}x{}", r.shape.0, r.shape.1, r.shape.2);
+        println!("  {:<16} {:>9} {:>10} {:>9}", "implementation", "TFLOP/s", "ms", "vs cuBLAS");
+    }
+    for r in rows {
+        println!("  {:<16} {:>9.1} {:>10.4} {:>9.3}", r.name, r.tflops, r.ms, r.vs_cublas);
     }
 }
 
-fn print_table(rows: &[Row]) {
-    let mut last = None;
-    for r in rows {
-        if last != Some(r.shape) {
-            println!("\n{}x{}x{}", r.shape.0, r.shape.1, r.shape.2);
-            println!("  {:<16} {:>9} {:>10} {:>9}", "implementation", "TFLOP/s", "ms", "vs cuBLAS");
-            last = Some(r.shape);
-        }
-        println!("  {:<16} {:>9.1} {:>10.4} {:>9.3}", r.name, r.tflops, r.ms, r.vs_cublas);
-    }
-    // Over several shapes: each contender's geometric-mean ratio and its worst shape.
+/// Over several shapes: each contender's geometric-mean ratio and its worst shape.
+fn print_summary(rows: &[Row]) {
     let shapes: std::collections::BTreeSet<_> = rows.iter().map(|r| r.shape).collect();
     if shapes.len() > 1 {
         println!("\nover {} shapes", shapes.len());
@@ -335,28 +279,47 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-fn to_json(gemm: &Gemm, rows: &[Row]) -> String {
-    let mut s = format!("{{\"device\": \"{}\", \"results\": [\n", gemm.device().name);
-    for (i, r) in rows.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "  {{\"m\": {}, \"n\": {}, \"k\": {}, \"implementation\": \"{}\", \"ms\": {:.6}, \"tflops\": {:.2}, \"vs_cublas\": {:.4}}}{}",
-            r.shape.0,
-            r.shape.1,
-            r.shape.2,
-            r.name,
-            r.ms,
-            r.tflops,
-            r.vs_cublas,
-            if i + 1 < rows.len() { "," } else { "" }
-        );
-    }
-    s.push_str("]}\n");
-    s
+/// `--json`'s document: the device and a row per shape and contender, times rounded as printed
+/// to more places.
+#[derive(Serialize)]
+struct Json<'a> {
+    device: &'a str,
+    results: Vec<JsonRow<'a>>,
 }
 
-/// M, N and K of a call.
-type Shape = (usize, usize, usize);
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    m: usize,
+    n: usize,
+    k: usize,
+    implementation: &'a str,
+    ms: f64,
+    tflops: f64,
+    vs_cublas: f64,
+}
+
+fn to_json(gemm: &Gemm, rows: &[Row]) -> serde_json::Result<String> {
+    json_text(&gemm.device().name, rows)
+}
+
+fn json_text(device: &str, rows: &[Row]) -> serde_json::Result<String> {
+    let round = |x: f64, places: i32| (x * 10f64.powi(places)).round() / 10f64.powi(places);
+    let results = rows
+        .iter()
+        .map(|r| JsonRow {
+            m: r.shape.0,
+            n: r.shape.1,
+            k: r.shape.2,
+            implementation: &r.name,
+            ms: round(r.ms, 6),
+            tflops: round(r.tflops, 2),
+            vs_cublas: round(r.vs_cublas, 4),
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&Json { device, results })?;
+    text.push('\n');
+    Ok(text)
+}
 
 /// `--force`'s file: a line `MxNxK KERNEL [split|whole]` (`#` starts a comment) makes `auto` run
 /// KERNEL for the plain call of that shape (C = A·Bᵀ, all row-major, alpha 1, beta 0, stream-K
@@ -385,10 +348,10 @@ fn forced_table(
             [shape, name, "whole"] => (shape, name, false),
             _ => return Err(bad(format!("\"{line}\": want MxNxK KERNEL [split|whole]"))),
         };
-        let (m, n, k) = match parse_shapes(shape).map_err(bad)?[..] {
-            [one] => one,
-            _ => return Err(bad(format!("\"{shape}\": one shape a line"))),
-        };
+        if shape.contains(',') {
+            return Err(bad(format!("\"{shape}\": one shape a line")));
+        }
+        let (m, n, k) = parse_shape(shape).map_err(bad)?;
         let kernel = *kernels
             .iter()
             .find(|s| s.name == name)
@@ -454,10 +417,31 @@ mod tests {
         assert_eq!(err("# nothing\n\n"), "no line names a shape and a kernel");
     }
 
+    fn row(name: &str) -> Row {
+        Row { shape: (8192, 1024, 4096), name: name.into(), ms: 0.5, tflops: 600.0, vs_cublas: 1.0 }
+    }
+
+    #[test]
+    fn json_holds_the_device_and_every_row_rounded() {
+        let odd = Row { ms: 0.123_456_789, tflops: 601.234_5, vs_cublas: 1.023_456, ..row("auto, \"as priced\"") };
+        let text = json_text("NVIDIA H100 80GB HBM3", &[row("cuBLAS"), odd]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["device"], "NVIDIA H100 80GB HBM3");
+        let r = &v["results"];
+        assert_eq!(
+            (&r[0]["m"], &r[0]["n"], &r[0]["k"], &r[0]["implementation"]),
+            (&8192.into(), &1024.into(), &4096.into(), &"cuBLAS".into())
+        );
+        assert_eq!(r[1]["implementation"], "auto, \"as priced\"");
+        assert_eq!(
+            (r[1]["ms"].as_f64(), r[1]["tflops"].as_f64(), r[1]["vs_cublas"].as_f64()),
+            (Some(0.123457), Some(601.23), Some(1.0235))
+        );
+        assert_eq!(r.as_array().map(Vec::len), Some(2));
+    }
+
     #[test]
     fn csv_quotes_names_that_hold_commas() {
-        let row =
-            |name: &str| Row { shape: (8192, 1024, 4096), name: name.into(), ms: 0.5, tflops: 600.0, vs_cublas: 1.0 };
         let csv = to_csv(&[row("cuBLAS"), row("auto, as priced")]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], "m,n,k,implementation,ms,tflops,vs_cublas");

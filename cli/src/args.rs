@@ -1,0 +1,328 @@
+//! The command line, parsed by clap: every subcommand, its flags and their defaults. Parsing
+//! touches no GPU, so `--help` and a mistyped flag never open the device.
+
+use crate::shapes::{LLM_LAYERS, LLM_TOKENS, SWEEP, Shape, parse_shape};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hgemm::TuneOptions;
+use hgemm::choose::Rule;
+use std::path::PathBuf;
+
+/// BF16 GEMM on Hopper and Blackwell: inspect the device, verify the kernels against cuBLAS,
+/// benchmark them, show auto's plans, tune, dump the PTX.
+#[derive(Debug, Parser)]
+#[command(name = "hgemm", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The device, its kernels, and what auto runs at 8192³ and 128×8192×8192.
+    Info,
+    /// Check every kernel against cuBLAS (and the CPU on small shapes) at fixed shapes, the calls
+    /// it must refuse, and auto on the general calls.
+    Verify(Verify),
+    /// TFLOP/s of cuBLAS and of each kernel, measured in one process, each contender alternating
+    /// with cuBLAS.
+    Bench(Bench),
+    /// Run kernels once per case on fresh random inputs and check each result (what the
+    /// compute-sanitizer runs wrap).
+    Run(Run),
+    /// No GPU needed: the Hopper kernel auto runs for each shape, its grid and its stream-K split.
+    Plan(Plan),
+    /// Time the entries auto weighs for each shape, in turn, and print what auto's price picks,
+    /// the fastest, and by how much.
+    Tune(Tune),
+    /// Write the embedded PTX of every family to a directory.
+    Ptx(Ptx),
+}
+
+/// Which shapes: a list, the Hopper issue's 12 shapes, or the LLM layers.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct Shapes {
+    /// Comma-separated shapes, MxNxK,...
+    #[arg(long, value_name = "MxNxK,...", value_delimiter = ',', value_parser = parse_shape)]
+    pub shapes: Option<Vec<Shape>>,
+    /// The Hopper issue's 12 shapes.
+    #[arg(long)]
+    pub sweep: bool,
+    /// 90 LLM layers: M of 256-4096 tokens against the N×K of Llama-2 7B and 13B and Llama-3 8B
+    /// and 70B.
+    #[arg(long)]
+    pub llm: bool,
+}
+
+impl Shapes {
+    /// The shapes named, or `default` where none are.
+    pub fn or(&self, default: &[Shape]) -> Vec<Shape> {
+        if self.sweep {
+            SWEEP.to_vec()
+        } else if self.llm {
+            LLM_LAYERS.iter().flat_map(|&(n, k)| LLM_TOKENS.iter().map(move |&m| (m, n, k))).collect()
+        } else {
+            self.shapes.clone().unwrap_or_else(|| default.to_vec())
+        }
+    }
+}
+
+/// Whether a `--kernels` list names `name`.
+pub fn names(kernels: &Option<Vec<String>>, name: &str) -> bool {
+    kernels.as_ref().is_some_and(|l| l.iter().any(|s| s == name))
+}
+
+/// `hgemm verify`.
+#[derive(Debug, Args)]
+pub struct Verify {
+    /// Comma-separated kernels to verify: ladder versions (v0,v3,...), entry names, `all` (the
+    /// default), and `general`: auto on the general calls (run when --kernels is absent or names
+    /// it).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
+    /// Seed of the random inputs (default the process id).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// `hgemm bench`.
+#[derive(Debug, Args)]
+pub struct Bench {
+    /// The shapes (default 8192x8192x8192, or the --force file's).
+    #[command(flatten)]
+    pub shapes: Shapes,
+    /// Comma-separated contenders besides cuBLAS: ladder versions (v0,...,v7), entry names, `all`,
+    /// auto, priced (what auto's price picks, whatever is tuned), whole (auto without stream-K),
+    /// direct (auto's kernel launched prepared), ceiling, ceiling_mid, _lean, _lean_x2, _slim,
+    /// _slim_x2 (a tile's MMAs alone, nothing loaded or stored: what no kernel of those MMAs can
+    /// beat). Default: the ladder and auto.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
+    /// Samples per contender (default 20; 9 rounds with --overhead).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Spread the ceilings' MMAs over N SMs instead of every one.
+    #[arg(long, value_name = "N")]
+    pub ceiling_ctas: Option<u32>,
+    /// Load a table `hgemm tune --out` wrote, which auto then runs.
+    #[arg(long, value_name = "FILE")]
+    pub tuning: Option<PathBuf>,
+    /// Lines `MxNxK KERNEL [split|whole]`: the entry auto runs for that plain call, and the shapes
+    /// to run when none are named (a forced comparison with --kernels auto,priced).
+    #[arg(long, value_name = "FILE")]
+    pub force: Option<PathBuf>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the results as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a bar chart of the first shape's results as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Run on a stream of cudarc's own, so that its event tracking waits on and records every
+    /// buffer's events around each call, as in a program with several streams (direct bypasses it).
+    #[arg(long)]
+    pub multi_stream: bool,
+    /// Host µs to enqueue a call and GPU µs per call back to back, for cuBLAS, auto, a prepared
+    /// launch and a CUDA graph of auto's calls (default shapes 16x4096x4096, 256x256x256,
+    /// 2048x2048x512).
+    #[arg(long, conflicts_with_all = ["kernels", "ceiling_ctas", "tuning", "force", "json", "csv", "svg", "multi_stream"])]
+    pub overhead: bool,
+}
+
+/// Where `hgemm run`'s reference comes from.
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
+pub enum Reference {
+    /// The f64 CPU reference (touches no cuBLAS).
+    Cpu,
+    /// cuBLAS.
+    Cublas,
+    /// The CPU for small calls, cuBLAS for the rest.
+    Auto,
+}
+
+/// `hgemm run`.
+#[derive(Debug, Args)]
+pub struct Run {
+    /// Comma-separated kernels to run: ladder versions (v0,v3,...), entry names, or `all` (the
+    /// default).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
+    /// Shapes to run instead of each kernel's own small cases (whole tiles, partial tiles, a
+    /// general call); one a kernel cannot take is reported with the reason and not counted.
+    #[arg(long, value_name = "MxNxK,...", value_delimiter = ',', value_parser = parse_shape)]
+    pub shapes: Option<Vec<Shape>>,
+    /// Run the --shapes as general calls (column-major C, padding, alpha, beta, a batch) on the
+    /// kernels that take them.
+    #[arg(long)]
+    pub general: bool,
+    /// The reference.
+    #[arg(long = "ref", value_enum, default_value_t = Reference::Auto)]
+    pub reference: Reference,
+    /// Seed of the random inputs (default the process id).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// `hgemm plan`.
+#[derive(Debug, Args)]
+pub struct Plan {
+    /// The shapes (default the sweep's).
+    #[command(flatten)]
+    pub shapes: Shapes,
+    /// SMs of the GPU planned for (132: H100 SXM, H200).
+    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sms: u32,
+    /// Every entry that can compute each shape, with the price auto weighs, cheapest first,
+    /// auto's pick marked, and where a rule took it over cheaper entries, which rule.
+    #[arg(long)]
+    pub why: bool,
+    /// Only the shapes this rule of auto's took.
+    #[arg(long, value_name = "NAME", value_parser = parse_rule)]
+    pub rule: Option<Rule>,
+}
+
+/// `hgemm tune`.
+#[derive(Debug, Args)]
+pub struct Tune {
+    /// The shapes (default the sweep's).
+    #[command(flatten)]
+    pub shapes: Shapes,
+    /// Samples per candidate.
+    #[arg(long, default_value_t = TuneOptions::default().samples)]
+    pub samples: usize,
+    /// Milliseconds of back-to-back calls per sample.
+    #[arg(long, value_name = "MS", default_value_t = TuneOptions::default().sample_ms)]
+    pub sample_ms: f64,
+    /// Print every sample's ms per call.
+    #[arg(long)]
+    pub samples_each: bool,
+    /// Write the table, for `Gemm::load_tuning` or `bench --tuning`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `hgemm ptx`.
+#[derive(Debug, Args)]
+pub struct Ptx {
+    /// The directory to write `<target>.ptx` files to.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// A rule of `auto`'s by its name.
+fn parse_rule(name: &str) -> Result<Rule, String> {
+    Rule::ALL
+        .into_iter()
+        .find(|r| r.name() == name)
+        .ok_or_else(|| format!("want one of {}", Rule::ALL.map(|r| r.name()).join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    fn parse(line: &str) -> Result<Command, clap::Error> {
+        Cli::try_parse_from(std::iter::once("hgemm").chain(line.split_whitespace())).map(|c| c.command)
+    }
+
+    fn error(line: &str) -> ErrorKind {
+        parse(line).expect_err(line).kind()
+    }
+
+    #[test]
+    fn the_command_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_and_version_are_answered_by_the_parser() {
+        for sub in ["", "info ", "verify ", "bench ", "run ", "plan ", "tune ", "ptx "] {
+            assert_eq!(error(&format!("{sub}--help")), ErrorKind::DisplayHelp, "{sub}--help");
+        }
+        assert_eq!(error("help bench"), ErrorKind::DisplayHelp);
+        assert_eq!(error("--version"), ErrorKind::DisplayVersion);
+        assert_eq!(error(""), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_values_are_errors() {
+        assert_eq!(error("bench --sampels 3"), ErrorKind::UnknownArgument);
+        assert_eq!(error("plan --sweep --why --rulez THIN_SQUARE_SPLIT"), ErrorKind::UnknownArgument);
+        assert_eq!(error("nonesuch"), ErrorKind::InvalidSubcommand);
+        assert_eq!(error("plan --sms 0"), ErrorKind::ValueValidation);
+        assert_eq!(error("plan --sms many"), ErrorKind::ValueValidation);
+        assert_eq!(error("bench --shapes 8192x8192"), ErrorKind::ValueValidation);
+        assert_eq!(error("bench --samples -1"), ErrorKind::UnknownArgument);
+        assert_eq!(error("verify --seed x"), ErrorKind::ValueValidation);
+        assert_eq!(error("run --ref gpu"), ErrorKind::InvalidValue);
+        assert_eq!(error("ptx"), ErrorKind::MissingRequiredArgument);
+        assert_eq!(error("bench --sweep --llm"), ErrorKind::ArgumentConflict);
+        assert_eq!(error("bench --overhead --json out.json"), ErrorKind::ArgumentConflict);
+        let e = parse("plan --rule NONE").unwrap_err().to_string();
+        assert!(e.contains("NONE") && e.contains("THIN_SQUARE_SPLIT"), "{e}");
+        let e = parse("bench --shapes 1x2x3,8x8").unwrap_err().to_string();
+        assert!(e.contains("8x8"), "{e}");
+    }
+
+    #[test]
+    fn defaults_are_as_documented() {
+        let Command::Bench(b) = parse("bench").unwrap() else { panic!() };
+        assert_eq!(b.shapes.or(&[(8192, 8192, 8192)]), [(8192, 8192, 8192)]);
+        assert_eq!((b.samples, b.kernels, b.overhead, b.multi_stream), (None, None, false, false));
+        let Command::Run(r) = parse("run").unwrap() else { panic!() };
+        assert_eq!((r.reference, r.shapes, r.general, r.seed), (Reference::Auto, None, false, None));
+        let Command::Plan(p) = parse("plan").unwrap() else { panic!() };
+        assert_eq!((p.sms, p.why, p.rule), (132, false, None));
+        assert_eq!(p.shapes.or(SWEEP), SWEEP);
+        let Command::Tune(t) = parse("tune").unwrap() else { panic!() };
+        let d = TuneOptions::default();
+        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (d.samples, d.sample_ms, false, None));
+        assert!(matches!(parse("info").unwrap(), Command::Info));
+    }
+
+    #[test]
+    fn flags_reach_their_fields() {
+        let Command::Bench(b) =
+            parse("bench --shapes 1x2x8,16x32x64 --kernels v7,auto,ceiling --samples 11 --json j --csv c --svg s")
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(b.shapes.or(&[]), [(1, 2, 8), (16, 32, 64)]);
+        assert!(names(&b.kernels, "auto") && names(&b.kernels, "ceiling") && !names(&b.kernels, "whole"));
+        assert_eq!(b.samples, Some(11));
+        assert_eq!((b.json, b.csv, b.svg), (Some("j".into()), Some("c".into()), Some("s".into())));
+        let Command::Bench(b) = parse("bench --llm --overhead --samples 5").unwrap() else { panic!() };
+        assert!(b.overhead && b.shapes.llm);
+        assert_eq!(b.shapes.or(&[]).len(), LLM_LAYERS.len() * LLM_TOKENS.len());
+        let Command::Plan(p) = parse("plan --sweep --sms 114 --why --rule THIN_SQUARE_SPLIT").unwrap() else {
+            panic!()
+        };
+        assert_eq!((p.sms, p.why, p.rule.map(|r| r.name())), (114, true, Some("THIN_SQUARE_SPLIT")));
+        let Command::Run(r) = parse("run --kernels all --shapes 256x256x64 --general --ref cpu --seed 7").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(r.kernels, Some(vec!["all".to_string()]));
+        assert_eq!(
+            (r.shapes, r.general, r.reference, r.seed),
+            (Some(vec![(256, 256, 64)]), true, Reference::Cpu, Some(7))
+        );
+        let Command::Tune(t) = parse("tune --llm --samples 3 --sample-ms 20 --samples-each --out t.txt").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (3, 20.0, true, Some("t.txt".into())));
+        let Command::Verify(v) = parse("verify --kernels v0,general --seed 42").unwrap() else { panic!() };
+        assert!(names(&v.kernels, "general") && names(&v.kernels, "v0") && !names(&v.kernels, "v1"));
+        assert_eq!(v.seed, Some(42));
+        let Command::Ptx(p) = parse("ptx --out dir").unwrap() else { panic!() };
+        assert_eq!(p.out, PathBuf::from("dir"));
+    }
+}

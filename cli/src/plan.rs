@@ -1,0 +1,68 @@
+//! `hgemm plan`: what `auto` would run on a Hopper GPU, worked out on the host (no GPU needed).
+
+use crate::CliResult;
+use crate::args::Plan;
+use crate::shapes::SWEEP;
+use hgemm::KernelSpec;
+
+/// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
+/// out on the host ([`hgemm::choose::choose_why`], [`hgemm::plan::launch_offline`]): the kernel, its
+/// grid, and how its schedule splits tiles by K.
+pub fn run(a: &Plan) -> CliResult {
+    let (sms, why, only) = (a.sms, a.why, a.rule);
+    let shapes = a.shapes.or(SWEEP);
+    let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
+    let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
+    println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
+    for (m, n, k) in shapes {
+        let op = hgemm::GemmOp::new(m, n, k);
+        let (spec, rule) =
+            hgemm::choose::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
+                Err(e) => format!("{m}x{n}x{k}: {e}"),
+                Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
+                Ok(true) => format!("{m}x{n}x{k}: no Hopper kernel computes C = A·Bᵀ on {sms} SMs"),
+            })?;
+        if only.is_some_and(|r| rule != Some(r)) {
+            continue;
+        }
+        let shape = hgemm::plan::launch_offline(spec, &op, sms)?;
+        println!(
+            "{:<20} {:<w$} {:>6} {:>8}  {}",
+            format!("{m}x{n}x{k}"),
+            spec.name,
+            shape.grid * shape.grid_y,
+            shape.cluster,
+            schedule(shape.split)
+        );
+        if why {
+            // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
+            // `choose` takes one with cheaper eligible entries above it, the rule that did.
+            let mut priced: Vec<_> = hgemm::choose::price(hopper.iter().copied(), &op, sms).collect();
+            priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+            for p in priced {
+                let split = p.schedule.filter(|sk| sk.splits());
+                let note = match (p.spec.name == spec.name, p.eligible, rule) {
+                    (true, _, Some(r)) => format!(
+                        "  (auto's pick: `choose::choose`'s rule {} prefers it to the cheaper entries above)",
+                        r.name()
+                    ),
+                    (true, _, None) => "  (auto's pick)".into(),
+                    (false, true, _) => String::new(),
+                    (false, false, _) => "  (kept out by auto's rules at this shape)".into(),
+                };
+                println!("    {:>8.4}  {:<w$}  {}{note}", p.cost, p.spec.name, schedule(split));
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn schedule(split: Option<hgemm_kernels::sched::StreamK>) -> String {
+    match split {
+        Some(sk) => format!(
+            "stream-K: the last waves split by K ({} of {} units whole, shares of {} K blocks)",
+            sk.dp_units, sk.units, sk.share
+        ),
+        None => "whole tiles".into(),
+    }
+}
