@@ -36,15 +36,9 @@ mod entries;
 pub mod tiles;
 
 #[cfg(hopper)]
-mod consumer;
-#[cfg(hopper)]
-mod epilogue;
-#[cfg(hopper)]
 pub mod held;
 #[cfg(hopper)]
 mod kernel;
-#[cfg(hopper)]
-mod producer;
 
 pub use entries::{SPEC, VARIANTS};
 pub use tiles::*;
