@@ -23,7 +23,7 @@
 //! run at 1.16–1.19× cuBLAS (790–800 TFLOP/s), with one consumer or two, one chain or two, while
 //! the GEMM runs at 1.01–1.03×: the rest is what loading the operands and storing C cost.
 
-use super::v7::{Tile, Tile128x192, Tile128x256, Tile64x128, Tile64x192, BK};
+use super::v7::{BK, Tile, Tile64x128, Tile64x192, Tile128x192, Tile128x256};
 
 /// Operand slices cycled through, so that each slice's MMAs read other data than the last
 /// slice's, as in a GEMM.

@@ -4,8 +4,8 @@
 {
     // `c` and each slice's stage are the same in every lane; broadcasting them from lane 0
     // tells ptxas so. It then computes the `wgmma` descriptors in uniform registers, which
-    // the MMAs read directly: 31 vector instructions per K slice and warp instead of 79 (and
-    // 29 uniform ones), +0.5% on the sweep (docs/performance.md).
+    // the MMAs read directly: fewer instructions per K slice, less energy on a power-capped
+    // card (docs/performance.md).
     let c = shfl::sync_idx_b32(wg - 1, 0);
     let leader = tid.is_multiple_of(128);
     let (warp, lane) = ((tid % 128) / 32, tid % 32);
@@ -20,7 +20,7 @@
     // `Tile::HOLD`: the finished tile waiting to be staged, its place (m0, n0, z), and how
     // many of its boxes are still to go (none yet).
     // (The zeroed accumulator packed, not `Held::none()`: that one moved ptxas's register
-    // allocation of the whole wide kernel and read 0.4–0.8% lower at 4096³, two rounds.)
+    // allocation of the whole 128×256 kernel, which measured slower.)
     let mut held = <T::Held as Held<T::Acc>>::pack(&acc);
     let mut held_at = (0u32, 0u32, 0i32);
     let mut pending = 0u32;

@@ -1,5 +1,12 @@
-//! TEMP: the original gemm, moved.
-#![allow(unused_imports)]
+//! The kernel's body, [`gemm`]: what every thread computes once, the barriers' setup, and the
+//! split into the producer warpgroup (`producer.rs`) and the consumer warpgroups
+//! (`consumer.rs`, whose epilogue is `epilogue.rs`).
+//!
+//! The roles are written out in `gemm`'s body with `include!`, not called as functions: as
+//! functions (inlined or not) rustc and LLVM optimise the kernel in another order, and the PTX
+//! changes (other copies and register numbers in the loop over the schedule), where moving
+//! the code into files of its own was to change nothing of the measured kernel.
+
 use super::held::Held;
 use super::{a_box, b_box, partial_bytes, smem, spec, Tile, BK, C_BOX, SPAN};
 use crate::desc::wgmma::SmemDesc;
@@ -8,7 +15,7 @@ use crate::ptx::wgmma::Fragment;
 /// Stage the last `C_BOX.inner` columns of a consumer's tile into `buf`: the last box of a tile
 /// that boxes do not divide ([`crate::staging::shifts_last_box`]), in v6's epilogue. A pass of
 /// its own after the loop over the other boxes, not a second case inside it: folded into that
-/// loop, the wide tile trimmed to 224 spilled even at 240 registers (twenty-second session).
+/// loop, the 128×224 tile spilled even at 240 registers.
 #[inline(always)]
 fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc, buf: crate::staging::Staging, warp: u32, lane: u32) {
     let first = T::BN - C_BOX.inner;
@@ -20,10 +27,11 @@ fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc,
     });
 }
 
-#[inline(always)]
+/// The body of every v7 entry ([`super::entries`]).
 /// `STAGES`, `PRODUCER_REGS` and `CONSUMER_REGS` are `T`'s, passed again because a generic's
 /// associated constant cannot be a const argument (of `PipelineState`, `setmaxnreg`);
 /// `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
+#[inline(always)]
 pub(super) fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
     use crate::staging::{fragment_pair_addr, holds_columns_past_tma};

@@ -85,7 +85,7 @@ const fn partial_bytes<T: Tile>() -> u32 {
 /// not; the kernel builds the same one to read its shares and schedule.
 const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) -> KernelSpec {
     // An N-major B arrives in boxes 64 wide along N, so each CTA's share of B must be whole boxes
-    // (the mid tile's 96 rows are not: it takes a K-major B only).
+    // (the 128×192 tile's 96 rows are not: it takes a K-major B only).
     // Pairs along N take K-major operands only: their shares of A would have to be whole pieces.
     assert!(!T::ALONG_N || !(a_mn || b_mn), "pairs along N take K-major A and B only");
     assert!(!b_mn || (T::BN / T::CLUSTER).is_multiple_of(SPAN), "B's share per CTA is not whole 64-wide boxes");

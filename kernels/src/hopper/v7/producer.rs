@@ -75,8 +75,7 @@
     // it again: the peer's last remote arrives on this CTA's `empty` barriers have then
     // landed, and the CTA may exit (CUTLASS's `producer_tail`). This replaces a cluster
     // barrier at exit, whose release compiles to `MEMBAR.ALL.GPU` (waiting, it seems,
-    // for C's stores to reach memory): a relaxed exit barrier read 2048³ 0.957 against
-    // 0.927, and this tail 0.953 in the third session's final sweep.
+    // for C's stores to reach memory), which measured slower (docs/performance.md).
     for _ in 0..stages {
         mbarrier::wait(empty(write.stage), write.phase);
         write.advance();

@@ -175,7 +175,7 @@ impl Tile for Tile128x224 {
     const BN: u32 = 224;
     const CLUSTER: u32 = 2;
     const STAGES: u32 = 4;
-    // The wide tile's split: with 232 its consumers spilled once the epilogue could move its
+    // [`Tile128x256`]'s split: with 232 its consumers spilled once the epilogue could move its
     // last box back.
     const PRODUCER_REGS: u32 = 24;
     const CONSUMER_REGS: u32 = 240;
