@@ -6,7 +6,7 @@ use super::spec;
 use super::{kernel::gemm, tiles::*};
 use crate::spec::KernelSpec;
 
-/// Declares each entry point (its own tensor-map parameters, then [`gemm`]) and `ENTRIES`, their
+/// Declares each entry point (its own tensor-map parameters, then `kernel::gemm`) and `ENTRIES`, their
 /// specs in the same order.
 macro_rules! entries {
     ($($name:ident: $tile:ident, $a:ident, $b:ident, $c:ident;)*) => {

@@ -14,7 +14,7 @@
 //! - **Storage order, batches, alpha/beta**: MN-major operands in 64-wide boxes read with
 //!   `wgmma`'s transpose bits; rank-3 maps; a second epilogue that scales, loads C for beta, and
 //!   stores by thread where TMA cannot address C.
-//! - **Held tile** (the 128×256 tile): a finished tile waits in registers ([`held`]) and is
+//! - **Held tile** (the 128×256 tile): a finished tile waits in registers (`held`) and is
 //!   stored under the next tile's first MMAs.
 //! - **Uniform descriptors**, **L2 promotion** of operand loads, **programmatic dependent launch**.
 //!
