@@ -17,7 +17,12 @@ use crate::ptx::wgmma::Fragment;
 /// its own after the loop over the other boxes, not a second case inside it: folded into that
 /// loop, the 128×224 tile spilled even at 240 registers.
 #[inline(always)]
-fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc, buf: crate::staging::Staging, warp: u32, lane: u32) {
+fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(
+    acc: &T::Acc,
+    buf: crate::staging::Staging,
+    warp: u32,
+    lane: u32,
+) {
     let first = T::BN - C_BOX.inner;
     acc.for_each_pair(|p, lo, hi| {
         let col = 8 * (p / 2) + 2 * (lane % 4);
@@ -32,7 +37,18 @@ fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(acc: &T::Acc,
 /// associated constant cannot be a const argument (of `PipelineState`, `setmaxnreg`);
 /// `TRANS_A`/`TRANS_B` are 1 for an MN-major A/B.
 #[inline(always)]
-pub(super) fn gemm<T: Tile, const STAGES: u32, const PRODUCER_REGS: u32, const CONSUMER_REGS: u32, const TRANS_A: u32, const TRANS_B: u32, C: crate::staging::Orientation>(maps: [crate::ptx::tma::TensorMap; 5], args: &crate::args::GemmArgs) {
+pub(super) fn gemm<
+    T: Tile,
+    const STAGES: u32,
+    const PRODUCER_REGS: u32,
+    const CONSUMER_REGS: u32,
+    const TRANS_A: u32,
+    const TRANS_B: u32,
+    C: crate::staging::Orientation,
+>(
+    maps: [crate::ptx::tma::TensorMap; 5],
+    args: &crate::args::GemmArgs,
+) {
     use crate::epilogue::{bf16x2_to_f32, Output, Partial};
     use crate::staging::{fragment_pair_addr, holds_columns_past_tma};
     use crate::pipeline::PipelineState;
