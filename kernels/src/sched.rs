@@ -82,14 +82,14 @@ pub struct StreamK {
 /// Fewest K blocks a worker's share may have: below it the fix-up outweighs the balance.
 const MIN_SHARE: u32 = 8;
 /// What one fix-up (a partial tile written, then read back and added) costs, in K blocks of
-/// MMAs: one 128×256 f32 partial is 128 KiB each way. Measured on the H200 (seventh session):
+/// MMAs: one 128×256 f32 partial is 128 KiB each way. Measured on the H200 (2026-11-29, 005cc0a):
 /// units split in two cost 3–6 K blocks more than the tiles that split nothing.
 const FIXUP_KB: u32 = 4;
 /// What a fix-up costs where there are fewer units than workers (a thin split), in K blocks, for
-/// the choice between splitting and whole units. Fitted on the H200 (twenty-eighth session) from
+/// the choice between splitting and whole units. Fitted on the H200 (2026-11-30, 5506bdb) from
 /// 16 such splits against the same tiles whole: 6.4–9.2 K blocks, 8.2 on average, slim to wide
 /// tiles, K of 2048–16384. Counted so, the splits it turns whole ran whole faster at 72 of 77
-/// shapes measured (twenty-ninth session, forced, two rounds; by up to 29%: 384×768×2048 slim
+/// shapes measured (2026-11-30, 1088fb1, forced, two rounds; by up to 29%: 384×768×2048 slim
 /// pairs 0.95–0.98× cuBLAS against 0.73–0.76× split), where those it keeps ran slower whole at 7
 /// of 8 (128×1792×8192: 0.67× against 0.88×).
 const THIN_FIXUP_KB: u32 = 8;
@@ -114,7 +114,7 @@ impl StreamK {
         }
         // Where splitting the last whole wave too would put more than an eighth of the work out
         // of step, the incomplete wave alone, against whole units: 6144³ 1.016× cuBLAS against
-        // 1.001×, 4096×11008×4096 1.061× against 1.036× (nineteenth session, six rounds). Where
+        // 1.001×, 4096×11008×4096 1.061× against 1.036× (H200, 2026-11-30, 89de07c, six rounds). Where
         // both are allowed the two-wave split stays: the incomplete wave alone read the same at
         // 8192³ and 0.3–0.9% faster at 4096×14336×4096 and 8192×8192×28672 (two calls, the
         // kernel's code unchanged), within the spread, and `choose` would then move
@@ -153,7 +153,7 @@ impl StreamK {
             // Split units run out of step in K, so tiles running together stop sharing their
             // operands in L2: with more than an eighth of the work split, that cost more than
             // the balance won on the H200 (1024×8192×8192, 4096³ and 6144³ measured 1–4%
-            // slower with their last 1.9 waves split, seventh session; 8192³ and larger 2–3%
+            // slower with their last 1.9 waves split, 2026-11-29, 005cc0a; 8192³ and larger 2–3%
             // faster). Those whole schedules leave 3% of their slots idle; where whole units
             // would leave more than an eighth idle (3000³: 144 units on 66 pairs, 27%), the
             // balance wins by far more than L2 can cost.

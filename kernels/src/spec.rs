@@ -327,6 +327,39 @@ impl KernelSpec {
             None => None,
         }
     }
+
+    /// What a ladder version starts from: C = A·Bᵀ with K-major A and B, a CTA per tile, no
+    /// cluster, C stored by the threads, none of the library's general call. A version names
+    /// itself and sets its tile, threads, shared memory and boxes, and what it changes, with
+    /// struct-update syntax (`KernelSpec { cluster: 2, ..base }`); the fields it must set are
+    /// left empty here (a test checks that every ladder version sets them).
+    pub const fn ladder(family: Family) -> KernelSpec {
+        KernelSpec {
+            name: "",
+            family,
+            version: 0,
+            adds: "",
+            tile_m: 0,
+            tile_n: 0,
+            group_m: 0,
+            threads: 0,
+            cluster: 1,
+            cluster_along_n: false,
+            grid: Grid::PerTile,
+            smem_bytes: 0,
+            a_box: TmaBox::new(0, 0, Swizzle::None),
+            b_box: TmaBox::new(0, 0, Swizzle::None),
+            c_box: None,
+            a_major: Major::K,
+            b_major: Major::K,
+            general: false,
+            edge_maps: false,
+            c_col_major: false,
+            stream_k: None,
+            dependent_launch: false,
+            holds_tile: false,
+        }
+    }
 }
 
 /// Rows of a tile's operand (`rows` of them per tile) that each CTA of a `cluster` loads per K
@@ -442,6 +475,20 @@ mod tests {
         assert_eq!(mn.b_share_bytes(128, 150), boxed);
         // The ladder's kernels take three maps.
         assert!(!crate::hopper::v6::SPEC.edge_maps && v7.edge_maps);
+    }
+
+    #[test]
+    fn every_ladder_version_sets_what_the_base_leaves_empty() {
+        let ladders = [crate::hopper::LADDER, crate::blackwell::LADDER];
+        for (family, ladder) in Family::ALL.into_iter().zip(ladders) {
+            for (version, s) in ladder.iter().enumerate() {
+                assert_eq!((s.family, s.version), (family, version as u32), "{}", s.name);
+                let v = s.name.strip_prefix(family.name()).and_then(|r| r.strip_prefix("_v"));
+                assert_eq!(v.and_then(|v| v.parse().ok()), Some(version), "{}", s.name);
+                assert!(!s.adds.is_empty() && s.tile_m > 0 && s.tile_n > 0 && s.threads > 0, "{}", s.name);
+                assert!(s.smem_bytes > 0 && s.a_box.bytes() > 0 && s.b_box.bytes() > 0, "{}", s.name);
+            }
+        }
     }
 
     #[test]

@@ -55,8 +55,8 @@ pub const fn tma_store_columns(n: u32, tma_can_write: bool) -> u32 {
 /// past the first `tma_columns` ([`tma_store_columns`]), which the epilogue then stores from
 /// registers. Where TMA writes every column there are none, whichever tile reaches past `n`: the
 /// pass is ~47 KB of straight-line SASS in v7, fetched cold, and running it for every tile of a
-/// partly empty last column cost each ~1.8 µs on the H200 (thirty-second session,
-/// docs/performance.md).
+/// partly empty last column cost each ~1.8 µs on the H200 (2026-12-01, commit
+/// e2af697; docs/performance.md).
 #[inline(always)]
 pub const fn holds_columns_past_tma(n0: u32, tile_n: u32, n: u32, tma_columns: u32) -> bool {
     n0 + tile_n > tma_columns && tma_columns < n

@@ -21,8 +21,13 @@
 use crate::args::GemmArgs;
 #[cfg(blackwell)]
 use crate::desc::tcgen05::TmemAddr;
+use crate::spec::{Family, KernelSpec};
 
 crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
+
+/// What every version starts from ([`KernelSpec::ladder`], tiles visited in groups of one
+/// row); each sets what it adds.
+const BASE: KernelSpec = KernelSpec { group_m: 1, ..KernelSpec::ladder(Family::Blackwell) };
 
 /// Store `cols` accumulator columns (a multiple of 16) starting at `acc` to C at columns
 /// `col0..col0 + cols`, as bf16, clipped to the M×N output. Warp `warp` reads the 32 lanes it

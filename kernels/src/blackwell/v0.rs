@@ -21,7 +21,7 @@
 //!
 //! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 314.655 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -36,28 +36,15 @@ const IDESC: InstrDesc = InstrDesc::bf16_f32(BM, BN);
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "blackwell_v0",
-    family: Family::Blackwell,
     version: 0,
     adds: "TMA + tcgen05.mma into tensor memory, one tile per CTA, serial",
     tile_m: BM,
     tile_n: BN,
-    group_m: 1,
     threads: THREADS,
-    cluster: 1,
-    cluster_along_n: false,
-    grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(blackwell)]

@@ -28,7 +28,7 @@
 //!
 //! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 1764.173 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -60,28 +60,17 @@ const IDESC: InstrDesc = InstrDesc::bf16_f32(BM * CLUSTER, BN);
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "blackwell_v5",
-    family: Family::Blackwell,
     version: 5,
     adds: "persistent, three warp roles, two tensor-memory accumulators",
     tile_m: BM,
     tile_n: BN,
-    group_m: 1,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(blackwell)]

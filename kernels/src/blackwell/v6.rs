@@ -29,7 +29,7 @@
 //!
 //! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 1905.022 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
 use crate::staging::BOX_COLS;
 
 const BM: u32 = 128;
@@ -67,7 +67,6 @@ const IDESC: InstrDesc = InstrDesc::bf16_f32(BM * CLUSTER, BN);
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "blackwell_v6",
-    family: Family::Blackwell,
     version: 6,
     adds: "TMA-store epilogue via two swizzled staging boxes, tile groups of 16",
     tile_m: BM,
@@ -75,20 +74,12 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: 16,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: Some(C_BOX),
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(blackwell)]

@@ -30,7 +30,7 @@
 //!
 //! Not yet run on Blackwell hardware. The seed's GB300 number for this version at 8192³: 1980.925 TFLOP/s (cuBLAS 1963.6).
 use crate::desc::tcgen05::InstrDesc;
-use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Grid, KernelSpec, L2Promotion, SmemPlan, Swizzle, TmaBox};
 use crate::staging::BOX_COLS;
 
 const BM: u32 = 256;
@@ -71,7 +71,6 @@ const IDESC: InstrDesc = InstrDesc::bf16_f32(WAVE_M * CLUSTER, BN);
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "blackwell_v7",
-    family: Family::Blackwell,
     version: 7,
     adds: "256×256 per CTA in two M-waves, leader-owned load barrier, L2 promotion",
     tile_m: BM,
@@ -79,20 +78,12 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: 16,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: Some(C_BOX),
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(blackwell)]

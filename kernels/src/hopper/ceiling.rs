@@ -23,7 +23,7 @@
 //! run at 1.16–1.19× cuBLAS (790–800 TFLOP/s), with one consumer or two, one chain or two, while
 //! the GEMM runs at 1.01–1.03×: the rest is what loading the operands and storing C cost.
 
-use super::v7::{BK, Lean, Mid, Slim, Tile, Wide};
+use super::v7::{BK, Tile, Tile64x128, Tile64x192, Tile128x192, Tile128x256};
 
 /// Operand slices cycled through, so that each slice's MMAs read other data than the last
 /// slice's, as in a GEMM.
@@ -164,12 +164,12 @@ macro_rules! ceilings {
 }
 
 ceilings! {
-    "ceiling" => hopper_tensor_ceiling: Wide, 1;
-    "ceiling_mid" => hopper_tensor_ceiling_mid: Mid, 1;
-    "ceiling_lean" => hopper_tensor_ceiling_lean: Lean, 1;
-    "ceiling_lean_x2" => hopper_tensor_ceiling_lean_x2: Lean, 2;
-    "ceiling_slim" => hopper_tensor_ceiling_slim: Slim, 1;
-    "ceiling_slim_x2" => hopper_tensor_ceiling_slim_x2: Slim, 2;
+    "ceiling" => hopper_tensor_ceiling: Tile128x256, 1;
+    "ceiling_mid" => hopper_tensor_ceiling_mid: Tile128x192, 1;
+    "ceiling_lean" => hopper_tensor_ceiling_lean: Tile64x192, 1;
+    "ceiling_lean_x2" => hopper_tensor_ceiling_lean_x2: Tile64x192, 2;
+    "ceiling_slim" => hopper_tensor_ceiling_slim: Tile64x128, 1;
+    "ceiling_slim_x2" => hopper_tensor_ceiling_slim_x2: Tile64x128, 2;
 }
 
 #[cfg(test)]

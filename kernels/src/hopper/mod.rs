@@ -14,9 +14,13 @@
 
 #[cfg(hopper)]
 use crate::args::GemmArgs;
+use crate::spec::{Family, KernelSpec};
 
 crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
 pub mod ceiling;
+
+/// What v0–v6 start from ([`KernelSpec::ladder`]); each sets what it adds.
+const BASE: KernelSpec = KernelSpec::ladder(Family::Hopper);
 
 /// Store a warpgroup's 64×N fragment (`wgmma` register layout, see
 /// [`Fragment`](crate::ptx::wgmma::Fragment)) to C at rows `row0..row0 + 64`, columns

@@ -13,10 +13,10 @@
 //!            wgmma.fence → 4 × mma_async → commit → wait_group 0 → barrier.sync → next K slice
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
-//! cuBLAS in one process: the README's table): 309 TFLOP/s, 0.440× cuBLAS (0.402× when first
+//! Measured on an H200 at 8192³ (2026-12-01, commit 3da6262, paired with
+//! cuBLAS in one process): 309 TFLOP/s, 0.440× cuBLAS (0.402× when first
 //! measured, 2026-11-29).
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -28,28 +28,15 @@ const SMEM: SmemPlan = SmemPlan::new(1, BM * BK * 2, BN * BK * 2, 0, 1);
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "hopper_v1",
-    family: Family::Hopper,
     version: 1,
     adds: "128B-swizzled TMA boxes and descriptors",
     tile_m: BM,
     tile_n: BN,
-    group_m: 0,
     threads: THREADS,
-    cluster: 1,
-    cluster_along_n: false,
-    grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(hopper)]

@@ -12,10 +12,10 @@
 //! all      : wait(full[s]) ◄────────────────────┘ 4 × wgmma ─ wait_group 0 ─ barrier.sync ┘
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
-//! cuBLAS in one process: the README's table): 564 TFLOP/s, 0.835× cuBLAS (0.826× when first
+//! Measured on an H200 at 8192³ (2026-12-01, commit 3da6262, paired with
+//! cuBLAS in one process): 564 TFLOP/s, 0.835× cuBLAS (0.826× when first
 //! measured, 2026-11-29).
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -28,28 +28,15 @@ const SMEM: SmemPlan = SmemPlan::new(STAGES, BM * BK * 2, BN * BK * 2, 0, STAGES
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "hopper_v2",
-    family: Family::Hopper,
     version: 2,
     adds: "4-stage TMA pipeline, per-stage barriers",
     tile_m: BM,
     tile_n: BN,
-    group_m: 0,
     threads: THREADS,
-    cluster: 1,
-    cluster_along_n: false,
-    grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(hopper)]

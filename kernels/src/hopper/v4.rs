@@ -19,10 +19,10 @@
 //!                   4 × wgmma → commit → wait_group 1 → arrive(empty[s-1]) in CTA 0 and CTA 1
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
-//! cuBLAS in one process: the README's table): 639 TFLOP/s, 0.951× cuBLAS (0.951× when first
+//! Measured on an H200 at 8192³ (2026-12-01, commit 3da6262, paired with
+//! cuBLAS in one process): 639 TFLOP/s, 0.951× cuBLAS (0.951× when first
 //! measured, 2026-11-29).
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -38,7 +38,6 @@ const SMEM: SmemPlan = SmemPlan::new(STAGES, BM * BK * 2, BN * BK * 2, 0, 2 * ST
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "hopper_v4",
-    family: Family::Hopper,
     version: 4,
     adds: "2-CTA clusters, B multicast, grouped tile order",
     tile_m: BM,
@@ -46,20 +45,10 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: GROUP_M,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
-    grid: Grid::PerTile,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(hopper)]

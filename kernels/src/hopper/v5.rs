@@ -15,10 +15,10 @@
 //!                           wait_group 0 → release last → store C ──(overlaps the producer's next tile)
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
-//! cuBLAS in one process: the README's table): 650 TFLOP/s, 0.974× cuBLAS (0.972× when first
+//! Measured on an H200 at 8192³ (2026-12-01, commit 3da6262, paired with
+//! cuBLAS in one process): 650 TFLOP/s, 0.974× cuBLAS (0.972× when first
 //! measured, 2026-11-29).
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -34,7 +34,6 @@ const SMEM: SmemPlan = SmemPlan::new(STAGES, BM * BK * 2, BN * BK * 2, 0, 2 * ST
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "hopper_v5",
-    family: Family::Hopper,
     version: 5,
     adds: "persistent clusters, epilogue overlaps the next tile's loads",
     tile_m: BM,
@@ -42,20 +41,11 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: GROUP_M,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
-    c_box: None,
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(hopper)]

@@ -17,10 +17,10 @@
 //!               → fence.proxy.async → bar(wg) → [leader] TMA store buf → commit_group
 //! ```
 //!
-//! Measured on an H200 at 8192³ (2026-12-01, the thirty-sixth session's final run, paired with
-//! cuBLAS in one process: the README's table): 682 TFLOP/s, 1.019× cuBLAS (1.001× when first
+//! Measured on an H200 at 8192³ (2026-12-01, commit 3da6262, paired with
+//! cuBLAS in one process): 682 TFLOP/s, 1.019× cuBLAS (1.001× when first
 //! measured, 2026-11-29).
-use crate::spec::{Family, Grid, KernelSpec, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Grid, KernelSpec, SmemPlan, Swizzle, TmaBox};
 
 const BM: u32 = 128;
 const BN: u32 = 256;
@@ -38,7 +38,6 @@ const SMEM: SmemPlan = SmemPlan::new(STAGES, BM * BK * 2, BN * BK * 2, CONSUMERS
 
 pub const SPEC: KernelSpec = KernelSpec {
     name: "hopper_v6",
-    family: Family::Hopper,
     version: 6,
     adds: "TMA-store epilogue via swizzled double-buffered staging",
     tile_m: BM,
@@ -46,20 +45,12 @@ pub const SPEC: KernelSpec = KernelSpec {
     group_m: GROUP_M,
     threads: THREADS,
     cluster: CLUSTER,
-    cluster_along_n: false,
     grid: Grid::Persistent,
     smem_bytes: SMEM.bytes,
     a_box: A_BOX,
     b_box: B_BOX,
     c_box: Some(C_BOX),
-    a_major: Major::K,
-    b_major: Major::K,
-    general: false,
-    edge_maps: false,
-    c_col_major: false,
-    stream_k: None,
-    dependent_launch: false,
-    holds_tile: false,
+    ..super::BASE
 };
 
 #[cfg(hopper)]

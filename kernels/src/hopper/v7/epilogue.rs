@@ -1,0 +1,119 @@
+// The finished tile's stores: v6's epilogue for alpha = 1, beta = 0 (the held tile's boxes
+// left for the next piece), or the one that scales and loads C for beta; then the columns past
+// TMA's reach, from registers. Written out in the consumer's body (`consumer.rs`).
+{
+    if args.alpha == 1.0 && args.beta == 0.0 && !threads_store {
+        // The common call: v6's epilogue. A loop over the boxes with a filter on the pairs
+        // runs faster than the straight-line pass below (whose code is larger); with alpha
+        // and beta in it, though, it spills. It stages the boxes that are not held: none of
+        // the 128×256 tile's.
+        let held_boxes = <T::Held as Held<T::Acc>>::BOXES;
+        let shifted_boxes = const { crate::staging::shifts_last_box(T::BN) as u32 };
+        for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes - shifted_boxes {
+            let buf = next_staging(&mut boxes);
+            acc.for_each_pair(|p, lo, hi| {
+                let col = 8 * (p / 2) + 2 * (lane % 4);
+                if col / C_BOX.inner == j {
+                    C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
+                }
+            });
+            tma_store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+        }
+        if shifted_boxes > 0 {
+            let buf = next_staging(&mut boxes);
+            stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
+            tma_store_staged(buf, T::BN - C_BOX.inner, (m0, n0, z));
+        }
+        if T::HOLD {
+            // The rest waits for the next piece's first slices (the 128×256 tile: the whole
+            // tile; below the edge columns, which are stored from `acc`).
+            held = <T::Held as Held<T::Acc>>::pack(&acc);
+            held_at = (m0, n0, z);
+            pending = held_boxes;
+        }
+    } else {
+        // One pass over the register pairs in column order; the 16 pairs of each 64-column
+        // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
+        // constants once unrolled, which keeps the pass straight-line and lets each pair's
+        // registers die as soon as it is staged.
+        let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
+        let pairs_per_box = C_BOX.inner / 4;
+        acc.for_each_pair(|p, lo, hi| {
+            let j = p / pairs_per_box;
+            let buf = staging((boxes + j) % 2);
+            // The box's place in C's map: x along C's contiguous dimension.
+            let x = if c_col { row0 } else { n0 + j * C_BOX.inner } as i32;
+            if p % pairs_per_box == 0 {
+                if leader {
+                    // The store issued from this buffer two boxes ago has read it.
+                    tma::wait_group_read::<1>();
+                }
+                if scale_c && x < tma_columns as i32 {
+                    if leader {
+                        mbarrier::arrive_expect_tx(c_load(c), C_BOX.bytes());
+                        let y = if c_col { n0 + j * C_BOX.inner } else { row0 } as i32;
+                        tma::load_3d(buf.0, map_c, x, y, z, c_load(c));
+                    }
+                    mbarrier::wait(c_load(c), c_phase);
+                    c_phase ^= 1;
+                } else {
+                    bar::sync(1 + c, 128);
+                    if scale_c && threads_store {
+                        Output::new(args, z as u32).load_box(buf, warp, lane, row0, x as u32);
+                        bar::sync(1 + c, 128);
+                    }
+                }
+            }
+            let row = 16 * warp + lane / 4 + 8 * (p % 2);
+            let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
+            let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+            if T::HOLD && !c_col {
+                // With a held tile in registers, addresses LLVM would hoist out of the
+                // tile loop do not fit beside it (`fragment_pair_addr`).
+                let at = fragment_pair_addr(buf.0, warp, lane, p % pairs_per_box);
+                if scale_c {
+                    let (old_lo, old_hi) = bf16x2_to_f32(smem::ld_b32(at));
+                    lo += args.beta * old_lo;
+                    hi += args.beta * old_hi;
+                }
+                smem::st_b32(at, cvt::rn_bf16x2_f32(lo, hi));
+            } else {
+                if scale_c {
+                    let (old_lo, old_hi) = bf16x2_to_f32(C::load_pair(buf, row, col));
+                    lo += args.beta * old_lo;
+                    hi += args.beta * old_hi;
+                }
+                C::store_pair(buf, row, col, cvt::rn_bf16x2_f32(lo, hi));
+            }
+            // The box's last pair, or the fragment's (a trimmed tile's last box is not
+            // shifted here, but part full: such a tile takes one column of tiles with
+            // alpha and beta, `KernelSpec::shifted_last_box`).
+            if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
+                store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+            }
+        });
+        boxes += T::BN.div_ceil(C_BOX.inner);
+        held = <T::Held as Held<T::Acc>>::none();
+    }
+    if !threads_store && holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
+        // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
+        // above left them out; store them (with their old values, for beta) directly.
+        // (Entries that write C column-major take only calls whose C TMA writes whole;
+        // where TMA writes none of C, this is every column, unless the threads stored
+        // every box above.) Only a tile that holds such columns runs this pass, never one
+        // that merely reaches past N.
+        let out = Output::new(args, z as u32);
+        acc.for_each_pair(|p, lo, hi| {
+            let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
+            if col >= tma_columns {
+                let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                if args.beta != 0.0 {
+                    let (old_lo, old_hi) = out.load_pair(row, col);
+                    lo += args.beta * old_lo;
+                    hi += args.beta * old_hi;
+                }
+                out.store_pair(row, col, lo, hi);
+            }
+        });
+    }
+}
