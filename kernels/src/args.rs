@@ -33,6 +33,13 @@ pub struct GemmArgs {
     /// given, so a change to how the host chooses leaves the kernel's code as it was.
     pub dp_units: u32,
     pub share: u32,
+    /// The fused epilogue ([`crate::fused`]): bias, activation, gating.
+    pub epilogue: crate::fused::Epilogue,
+    /// Device address of the bias vector (over the output's N columns; for a gated call over its
+    /// 2·I interleaved columns); 0 without a bias.
+    pub bias: u64,
+    /// Elements between the bias vectors of consecutive batch entries; 0 shares one vector.
+    pub bias_stride: u64,
 }
 
 impl GemmArgs {
@@ -60,6 +67,9 @@ impl GemmArgs {
             workspace: 0,
             dp_units: 0,
             share: 0,
+            epilogue: crate::fused::Epilogue::NONE,
+            bias: 0,
+            bias_stride: 0,
         }
     }
 }

@@ -25,6 +25,7 @@
 
 pub mod args;
 pub mod desc;
+pub mod fused;
 pub mod hang;
 pub mod pipeline;
 pub mod sched;
