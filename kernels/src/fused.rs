@@ -60,7 +60,9 @@ pub enum BiasType {
 pub const GLU_BLOCK: u32 = 8;
 
 /// The fused epilogue, packed in one u32 for the kernel's parameters: bits 0–3 the activation,
-/// bit 4 a bias is present, bit 5 the bias is f32 (else bf16), bit 6 the call is gated.
+/// bit 4 a bias is present, bit 5 the bias is f32 (else bf16), bit 6 the call is gated, bit 7 the
+/// kernel computes Cᵀ (the host swapped A and B), so that the bias and the gate/up interleave
+/// run along the kernel's M instead of its N.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Epilogue(pub u32);
@@ -69,6 +71,7 @@ impl Epilogue {
     const BIAS: u32 = 1 << 4;
     const BIAS_F32: u32 = 1 << 5;
     const GATED: u32 = 1 << 6;
+    const ALONG_M: u32 = 1 << 7;
 
     /// No bias, no activation, not gated: the plain alpha/beta epilogue.
     pub const NONE: Epilogue = Epilogue(0);
@@ -87,6 +90,16 @@ impl Epilogue {
     /// This epilogue gated: act(gate) · up over interleaved columns (see the module's docs).
     pub const fn gated(self) -> Epilogue {
         Epilogue(self.0 | Self::GATED)
+    }
+
+    /// This epilogue for a kernel that computes Cᵀ: bias and gating along its M.
+    pub const fn along_m(self) -> Epilogue {
+        Epilogue(self.0 | Self::ALONG_M)
+    }
+
+    /// Whether bias and gating run along the kernel's M (it computes Cᵀ).
+    pub const fn is_along_m(self) -> bool {
+        self.0 & Self::ALONG_M != 0
     }
 
     /// The activation.
@@ -110,7 +123,7 @@ impl Epilogue {
 
     /// Whether there is nothing beyond alpha and beta.
     pub const fn is_none(self) -> bool {
-        self.0 == 0
+        self.0 & !Self::ALONG_M == 0
     }
 }
 
@@ -132,6 +145,9 @@ mod tests {
                     }
                     assert_eq!((e.activation(), e.bias(), e.is_gated()), (act, bias, gated));
                     assert_eq!(e.is_none(), act == Activation::Identity && bias.is_none() && !gated);
+                    let t = e.along_m();
+                    assert!(t.is_along_m() && !e.is_along_m());
+                    assert_eq!((t.activation(), t.bias(), t.is_gated(), t.is_none()), (act, bias, gated, e.is_none()));
                 }
             }
         }
