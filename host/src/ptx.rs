@@ -1,9 +1,18 @@
-//! The PTX built by `build.rs`, embedded in the library.
+//! The kernels' PTX, embedded in the library. The files are committed (`host/ptx/`), built from
+//! the kernels crate by `scripts/build-ptx.sh` with the pinned nightly; a test
+//! (`tools/ptxgen/tests/fresh.rs`) fails when they differ from a fresh build. The `hang-guard`
+//! feature embeds the modules built with `--cfg hang_guard` instead.
 
 use hgemm_kernels::spec::Family;
 
-const SM_90A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.ptx"));
-const SM_100F: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100f.ptx"));
+#[cfg(not(feature = "hang-guard"))]
+const SM_90A: &str = include_str!("../ptx/sm_90a.ptx");
+#[cfg(not(feature = "hang-guard"))]
+const SM_100F: &str = include_str!("../ptx/sm_100f.ptx");
+#[cfg(feature = "hang-guard")]
+const SM_90A: &str = include_str!("../ptx/hang-guard/sm_90a.ptx");
+#[cfg(feature = "hang-guard")]
+const SM_100F: &str = include_str!("../ptx/hang-guard/sm_100f.ptx");
 
 /// The PTX module holding `family`'s kernels (and the fill kernels every module has).
 pub fn module(family: Family) -> &'static str {

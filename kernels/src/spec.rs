@@ -2,7 +2,7 @@
 //!
 //! Every version file exports a `SPEC: KernelSpec`. The kernel reads the same constants the spec
 //! is built from; the host builds tensor maps, grids, clusters and shared-memory sizes from the
-//! spec; `host/build.rs` writes each entry's thread count into the PTX (`.maxntid`). Nothing is
+//! spec; the PTX build (`tools/ptxgen`) writes each entry's thread count into the PTX (`.maxntid`). Nothing is
 //! typed twice.
 
 /// The architecture a kernel is written for, and the PTX target it is compiled to.
