@@ -83,7 +83,10 @@ pub struct Workspace {
 impl Workspace {
     /// The workspace this crate belongs to.
     pub fn this() -> Workspace {
-        Workspace { root: Path::new(env!("CARGO_MANIFEST_DIR")).join("../..") }
+        let tools_ptxgen = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Workspace {
+            root: tools_ptxgen.parent().and_then(Path::parent).expect("tools/ptxgen lies two levels down").into(),
+        }
     }
 
     pub fn kernels_manifest(&self) -> PathBuf {
@@ -98,7 +101,8 @@ impl Workspace {
     /// The nested builds' target directories: one per output, so that each stays fresh until
     /// the kernels change, and the check after a rebuild compiles nothing.
     pub fn target_dir(&self, what: &str) -> PathBuf {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| self.root.join("target"));
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| self.root.join("target"));
         target.join("ptxgen").join(what)
     }
 
@@ -303,9 +307,15 @@ mod tests {
     #[test]
     fn fix_up_aligns_tensor_maps_and_bounds_threads() {
         let spec = hgemm_kernels::kernels().find(|s| s.family == Family::Blackwell).unwrap();
-        let others: String =
-            entries(Family::Blackwell).iter().filter(|e| e.0 != spec.name).map(|e| format!(".visible .entry {}(\n)\n", e.0)).collect();
-        let ptx = format!(".visible .entry {}(\n\t.param .align 16 .b8 p_0[128],\n\t.param .u32 p_1\n)\n{{\n}}\n{others}", spec.name);
+        let others: String = entries(Family::Blackwell)
+            .iter()
+            .filter(|e| e.0 != spec.name)
+            .map(|e| format!(".visible .entry {}(\n)\n", e.0))
+            .collect();
+        let ptx = format!(
+            ".visible .entry {}(\n\t.param .align 16 .b8 p_0[128],\n\t.param .u32 p_1\n)\n{{\n}}\n{others}",
+            spec.name
+        );
         let out = fix_up(&ptx, Output { family: Family::Blackwell, hang_guard: false }).unwrap();
         assert!(out.contains("\t.param .align 64 .b8 p_0[128],\n"), "{out}");
         assert!(out.contains(&format!(")\n.maxntid {}, 1, 1\n.minnctapersm 1\n{{", spec.threads)), "{out}");
