@@ -15,13 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup toolchain install
 (cd kernels && rustup toolchain install)
-CUDA_TOOLS=.tools/cuda
-VERSION=13.5.37
-if [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/ptxas" ] || [ ! -x "$CUDA_TOOLS/nvidia/cu13/bin/cuobjdump" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check --target "$CUDA_TOOLS" \
-        "nvidia-cuda-nvcc==$VERSION" "nvidia-cuda-cuobjdump==$VERSION" "nvidia-cuda-nvdisasm==$VERSION"
-fi
-export HGEMM_CUDA_BIN="$PWD/$CUDA_TOOLS/nvidia/cu13/bin"
+source scripts/cuda-tools.sh
 EXAMPLES=(examples/downstream examples/dynamic-linking)
 cargo fmt --all --check
 for crate in "${EXAMPLES[@]}"; do

@@ -35,6 +35,15 @@ impl Family {
         }
     }
 
+    /// The SASS targets the family's PTX is assembled for (the cubins `hgemm` embeds beside the
+    /// PTX): sm_100f PTX serves B200 (sm_100a) and GB300 (sm_103a) alike.
+    pub const fn sass_archs(self) -> &'static [&'static str] {
+        match self {
+            Family::Hopper => &["sm_90a"],
+            Family::Blackwell => &["sm_100a", "sm_103a"],
+        }
+    }
+
     /// The family whose PTX a device of compute capability `major.minor` can run, if any.
     /// sm_90a code runs only on 9.0; sm_100f code runs on 10.x (family-specific features).
     pub const fn for_compute_capability(major: u32, minor: u32) -> Option<Family> {

@@ -1,8 +1,9 @@
 //! hgemm as a dependency, checked end to end on the GPU: fresh random bf16 inputs, an output
 //! filled with NaN before each call (so an element the kernel never writes cannot pass), and every
 //! element compared with an f64 reference computed on the CPU from the same bf16 inputs. Prints
-//! how long `Gemm::new` (the driver's JIT of the embedded PTX, unless its cache holds it) and each
-//! first call took, and exits non-zero on any mismatch or error.
+//! how long `Gemm::new` took (loading the embedded cubin, or the driver's JIT of the PTX where no
+//! cubin fits, unless its cache holds it), whether it loaded a cubin, and how long each first call
+//! took; exits non-zero on any mismatch or error.
 //!
 //! `hgemm-downstream [SEED]`: the seed defaults to the clock and is printed, to rerun a failure.
 
@@ -79,7 +80,9 @@ fn run(seed: u64) -> Result<usize, Box<dyn std::error::Error>> {
     }
     let start = Instant::now();
     let gemm = Gemm::new(CudaContext::new(0)?)?;
-    println!("Gemm::new: {:.3} s on {} ({:?})", start.elapsed().as_secs_f64(), gemm.device().name, gemm.family());
+    let loaded =
+        gemm.cubin().map_or_else(|| format!("{} PTX, JIT", gemm.family().ptx_target()), |a| format!("{a} cubin"));
+    println!("Gemm::new: {:.3} s on {} ({loaded})", start.elapsed().as_secs_f64(), gemm.device().name);
     let stream = gemm.context().default_stream();
     let mut rng = Rng(seed);
     let mut failed = 0;

@@ -5,6 +5,13 @@
 //! The output is committed (`host/ptx/`), so that `hgemm` builds on stable Rust with nothing but
 //! cargo; `scripts/build-ptx.sh` rewrites it and `tests/fresh.rs` fails when it is stale.
 //!
+//! Beside the PTX, cubins: the default build's PTX assembled by NVIDIA's ptxas for each SASS
+//! target of its family ([`Cubin`]), which those devices load without the driver's JIT. ptxas's
+//! output varies from run to run (ptxas 13.5 gave nine different sm_100a cubins, their register
+//! allocation differing, in nine runs on one input), so a cubin cannot be checked by rebuilding it:
+//! `host/ptx/cubins.txt` records the SHA-256 of the PTX each was assembled from and of the cubin,
+//! and the check holds both to the committed files.
+//!
 //! How: `core` is built from rust-src (`-Zbuild-std=core`) by the nightly pinned in
 //! `kernels/rust-toolchain.toml`; the PTX is the `--emit=asm` of the kernels crate, one codegen
 //! unit; panics abort at once. Two edits are then made to the PTX text, both driven by the
@@ -31,6 +38,8 @@ pub enum Error {
     Build { output: Output, detail: String },
     /// Entries named by the kernels' specs are missing from the compiled PTX.
     MissingEntries { output: Output, missing: Vec<&'static str> },
+    /// ptxas could not be run, or failed.
+    Ptxas { arch: &'static str, detail: String },
 }
 
 impl fmt::Display for Error {
@@ -42,6 +51,7 @@ impl fmt::Display for Error {
             Error::MissingEntries { output, missing } => {
                 write!(f, "{output}: entries named in the kernels' specs are missing from the PTX: {missing:?}")
             }
+            Error::Ptxas { arch, detail } => write!(f, "ptxas -arch {arch}: {detail}"),
         }
     }
 }
@@ -72,6 +82,87 @@ impl fmt::Display for Output {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "{}", self.file().display())
     }
+}
+
+/// One embedded cubin: `arch`'s SASS, assembled by ptxas from its family's default-build PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cubin {
+    pub family: Family,
+    pub arch: &'static str,
+}
+
+impl Cubin {
+    /// Every cubin `hgemm` embeds (`hgemm::ptx::cubin`).
+    pub fn all() -> impl Iterator<Item = Cubin> {
+        Family::ALL.into_iter().flat_map(|family| family.sass_archs().iter().map(move |&arch| Cubin { family, arch }))
+    }
+
+    /// Its path under `host/ptx/`.
+    pub fn file(self) -> PathBuf {
+        PathBuf::from(format!("{}.cubin", self.arch))
+    }
+
+    /// The PTX it is assembled from.
+    pub fn source(self) -> Output {
+        Output { family: self.family, hang_guard: false }
+    }
+}
+
+/// The record of what each cubin was assembled from, under `host/ptx/`.
+pub const CUBIN_RECORD: &str = "cubins.txt";
+
+/// NVIDIA's ptxas: in `$HGEMM_CUDA_BIN` (where scripts/cuda-tools.sh installs it from PyPI), else
+/// on `PATH`.
+pub fn ptxas() -> PathBuf {
+    std::env::var_os("HGEMM_CUDA_BIN").map_or_else(|| PathBuf::from("ptxas"), |dir| Path::new(&dir).join("ptxas"))
+}
+
+/// ptxas's version line, as the record names it.
+pub fn ptxas_version() -> Result<String, Error> {
+    let failed = |detail: String| Error::Ptxas { arch: "-", detail };
+    let out =
+        Command::new(ptxas()).arg("--version").output().map_err(|e| failed(format!("{}: {e}", ptxas().display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find(|l| l.contains("release")).map(|l| l.trim().to_string()).ok_or_else(|| failed(text.to_string()))
+}
+
+/// Assembles `cubin` from the committed PTX (`host/ptx/`), as the driver's JIT would (ptxas's
+/// defaults, -O3).
+pub fn assemble(ws: &Workspace, cubin: Cubin) -> Result<Vec<u8>, Error> {
+    let failed = |detail: String| Error::Ptxas { arch: cubin.arch, detail };
+    let source = ws.ptx_dir().join(cubin.source().file());
+    let dir = ws.target_dir("cubin");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Io(dir.clone(), e))?;
+    let out = dir.join(cubin.file());
+    let run = Command::new(ptxas())
+        .args(["-arch", cubin.arch, "-o"])
+        .arg(&out)
+        .arg(&source)
+        .output()
+        .map_err(|e| failed(format!("{}: {e} (scripts/build-ptx.sh installs it)", ptxas().display())))?;
+    if !run.status.success() {
+        return Err(failed(String::from_utf8_lossy(&run.stderr).into_owned()));
+    }
+    std::fs::read(&out).map_err(|e| Error::Io(out, e))
+}
+
+/// The record's line for `cubin`: its file, the SHA-256 of its PTX and of itself.
+pub fn record_line(cubin: Cubin, ptx: &[u8], bytes: &[u8]) -> String {
+    format!("{} {} {}", cubin.file().display(), sha256(ptx), sha256(bytes))
+}
+
+/// The record `host/ptx/cubins.txt` holds for `lines`, assembled by ptxas `version`.
+pub fn record(version: &str, lines: &[String]) -> String {
+    format!(
+        "# Written by scripts/build-ptx.sh: each cubin, the SHA-256 of the PTX it was assembled from and\n\
+         # its own. Assembled by ptxas ({version}).\n{}\n",
+        lines.join("\n")
+    )
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The paths this tool works with, all derived from the workspace root.
@@ -257,11 +348,42 @@ pub fn stale(ws: &Workspace, fresh: &[(Output, String)]) -> Vec<String> {
             }
         }
     }
-    let named: Vec<PathBuf> = Output::all().map(Output::file).collect();
+    problems.extend(stale_cubins(&dir));
+    let mut named: Vec<PathBuf> = Output::all().map(Output::file).chain(Cubin::all().map(Cubin::file)).collect();
+    named.push(PathBuf::from(CUBIN_RECORD));
     for file in files_under(&dir) {
         let relative = file.strip_prefix(&dir).unwrap_or(&file).to_path_buf();
         if !named.contains(&relative) {
             problems.push(format!("{}: no build writes this file", file.display()));
+        }
+    }
+    problems
+}
+
+/// Each cubin against the record: assembled from the PTX committed now, and unchanged since.
+fn stale_cubins(dir: &Path) -> Vec<String> {
+    let record_path = dir.join(CUBIN_RECORD);
+    let record = match std::fs::read_to_string(&record_path) {
+        Ok(text) => text,
+        Err(e) => return vec![format!("{}: {e}", record_path.display())],
+    };
+    let mut problems = Vec::new();
+    for cubin in Cubin::all() {
+        let name = cubin.file().display().to_string();
+        let Some(line) = record.lines().find(|l| l.split_whitespace().next() == Some(name.as_str())) else {
+            problems.push(format!("{}: no line for {name}", record_path.display()));
+            continue;
+        };
+        let read =
+            |file: PathBuf| std::fs::read(dir.join(&file)).map_err(|e| format!("{}: {e}", dir.join(file).display()));
+        match (read(cubin.source().file()), read(cubin.file())) {
+            (Ok(ptx), Ok(bytes)) if record_line(cubin, &ptx, &bytes) == line.trim() => {}
+            (Ok(ptx), Ok(bytes)) => problems.push(format!(
+                "{name} is not the committed PTX assembled (or was changed since):\n  recorded: {}\n  now:      {}",
+                line.trim(),
+                record_line(cubin, &ptx, &bytes)
+            )),
+            (Err(e), _) | (_, Err(e)) => problems.push(e),
         }
     }
     problems
@@ -294,6 +416,17 @@ mod tests {
         assert!(files.iter().all(|f| files.iter().filter(|g| *g == f).count() == 1));
         assert_eq!(files[0], PathBuf::from("sm_90a.ptx"));
         assert_eq!(files[3], PathBuf::from("hang-guard/sm_100f.ptx"));
+    }
+
+    #[test]
+    fn cubins_are_the_sass_targets_of_the_default_ptx() {
+        let files: Vec<_> = Cubin::all().map(|c| (c.file(), c.source().file())).collect();
+        assert_eq!(
+            files,
+            [("sm_90a.cubin", "sm_90a.ptx"), ("sm_100a.cubin", "sm_100f.ptx"), ("sm_103a.cubin", "sm_100f.ptx")]
+                .map(|(c, p)| (PathBuf::from(c), PathBuf::from(p)))
+        );
+        assert_eq!(sha256(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]

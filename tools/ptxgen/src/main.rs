@@ -1,8 +1,10 @@
 //! `hgemm-ptxgen`: rebuilds the committed PTX (`host/ptx/`) from the kernels crate with the
-//! pinned nightly (`scripts/build-ptx.sh` runs it). With `--check` it writes nothing and exits
-//! non-zero when a committed file differs from a fresh build.
+//! pinned nightly, and the cubins from that PTX with ptxas (`scripts/build-ptx.sh` runs it). With
+//! `--check` it writes nothing and exits non-zero when a committed file is stale.
 
-use hgemm_ptxgen::{Output, Workspace, build, stale};
+use hgemm_ptxgen::{
+    CUBIN_RECORD, Cubin, Output, Workspace, assemble, build, ptxas_version, record, record_line, stale,
+};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -48,5 +50,16 @@ fn run(check: bool) -> Result<bool, Box<dyn std::error::Error>> {
         std::fs::write(&path, text)?;
         eprintln!("wrote {} ({} bytes)", path.display(), text.len());
     }
+    let version = ptxas_version()?;
+    let mut lines = Vec::new();
+    for cubin in Cubin::all() {
+        eprintln!("hgemm-ptxgen: assembling {} with ptxas {version}", cubin.file().display());
+        let bytes = assemble(&ws, cubin)?;
+        let path = dir.join(cubin.file());
+        std::fs::write(&path, &bytes)?;
+        eprintln!("wrote {} ({} bytes)", path.display(), bytes.len());
+        lines.push(record_line(cubin, &std::fs::read(dir.join(cubin.source().file()))?, &bytes));
+    }
+    std::fs::write(dir.join(CUBIN_RECORD), record(&version, &lines))?;
     Ok(true)
 }

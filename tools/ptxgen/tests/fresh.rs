@@ -1,6 +1,8 @@
 //! The committed PTX (`host/ptx/`) is what the kernels crate compiles to today: every output is
 //! rebuilt with the pinned nightly and compared with its file, and any difference fails, naming
-//! the file and its first differing line. `scripts/build-ptx.sh` rewrites the files. Needs no GPU.
+//! the file and its first differing line; each cubin must be recorded as assembled from the PTX
+//! committed now (`host/ptx/cubins.txt`). `scripts/build-ptx.sh` rewrites the files. Needs no GPU
+//! and no ptxas.
 
 use hgemm_ptxgen::{Output, Workspace, build, stale};
 
