@@ -37,6 +37,10 @@ cargo test --workspace --lib --quiet "$@"
 (cd examples/downstream && cargo --version && cargo clippy --release --locked --quiet -- -D warnings &&
     cargo build --release --locked --quiet)
 (cd examples/dynamic-linking && cargo check --locked --quiet)
-# The published crates: packaged from what git tracks, then built from the package alone (the
-# committed PTX included, no ../kernels).
-cargo package --locked --quiet -p hgemm-kernels -p hgemm
+# The published crates: packaged (with any uncommitted change), then built from the package
+# alone (the committed PTX and cubins included, no ../kernels). cargo builds hgemm against the
+# packaged hgemm-kernels as a registry crate of the same version every time, whose unpacked copy
+# and build it takes to be current: both are removed first, so that each run builds what it
+# packaged.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/hgemm-kernels-* target/package-verify
+cargo package --locked --quiet --allow-dirty --target-dir target/package-verify -p hgemm-kernels -p hgemm
