@@ -149,6 +149,10 @@ fn info() -> CliResult {
         gemm.family().name(),
         gemm.family().ptx_target()
     );
+    match gemm.cubin() {
+        Some(arch) => println!("loaded   : the embedded {arch} cubin"),
+        None => println!("loaded   : the {} PTX, compiled by the driver", gemm.family().ptx_target()),
+    }
     println!("SMs      : {}", d.sms);
     println!("L2       : {} MiB", d.l2_bytes >> 20);
     println!("smem/CTA : {} KiB opt-in", d.smem_optin >> 10);

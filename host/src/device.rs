@@ -49,8 +49,12 @@ impl DeviceInfo {
 /// Whether a CUDA driver can be loaded here. cudarc panics instead of failing when it cannot,
 /// so every entry point asks this first.
 pub fn driver_present() -> bool {
-    // SAFETY: only tries to dlopen libcuda.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    // cudarc's own check exists only where it loads the driver itself (`dynamic-loading`), and the
+    // application may link it instead; these names are among those cudarc's loader tries.
+    const NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: loading the driver library runs its initializers, which ask nothing of the caller.
+    *PRESENT.get_or_init(|| NAMES.iter().any(|&name| unsafe { libloading::Library::new(name) }.is_ok()))
 }
 
 /// Context on device `ordinal`, or [`Error::NoDriver`] where there is no driver.

@@ -70,6 +70,26 @@ pub struct Gemm {
     #[cfg(feature = "hang-guard")]
     hang: HangGuard,
     module: Arc<CudaModule>,
+    /// The SASS target of the embedded cubin the module came from; `None` where it is the PTX.
+    cubin: Option<&'static str>,
+}
+
+/// The device's kernels: its embedded cubin where there is one and the driver takes it (a driver
+/// older than the ptxas that made it may not), else the family's PTX, which the driver
+/// JIT-compiles or takes from its cache. Returns the cubin's SASS target if one was loaded.
+fn load_module(
+    ctx: &Arc<CudaContext>,
+    info: &DeviceInfo,
+    family: Family,
+) -> Result<(Arc<CudaModule>, Option<&'static str>)> {
+    if let Some((arch, bytes)) = crate::ptx::cubin(info.major, info.minor)
+        && let Ok(module) = ctx.load_module(Ptx::from_binary(bytes.to_vec()))
+    {
+        return Ok((module, Some(arch)));
+    }
+    let module =
+        ctx.load_module(Ptx::from_src(crate::ptx::module(family))).map_err(|e| Error::driver("cuModuleLoadData", e))?;
+    Ok((module, None))
 }
 
 /// What the `hang-guard` build keeps to turn a trapped launch into [`Error::Hang`].
@@ -90,9 +110,7 @@ impl Gemm {
     pub fn new(ctx: Arc<CudaContext>) -> Result<Gemm> {
         let info = DeviceInfo::query(&ctx)?;
         let family = info.family()?;
-        let module = ctx
-            .load_module(Ptx::from_src(crate::ptx::module(family)))
-            .map_err(|e| Error::driver("cuModuleLoadData", e))?;
+        let (module, cubin) = load_module(&ctx, &info, family)?;
         let load = |name: &str| module.load_function(name).map_err(|e| Error::driver("cuModuleGetFunction", e));
         let mut kernels = Vec::new();
         for spec in hgemm_kernels::kernels().filter(|s| s.family == family) {
@@ -140,6 +158,7 @@ impl Gemm {
             tuning,
             prices: PriceCache::new(),
             module,
+            cubin,
             // Last (it creates a stream), so that no failure above leaves it behind.
             workspaces: Workspaces::new(workspace_bytes)?,
         })
@@ -158,6 +177,13 @@ impl Gemm {
     /// The kernel family this device runs.
     pub fn family(&self) -> Family {
         self.family
+    }
+
+    /// The SASS target (`sm_90a`, `sm_100a`, `sm_103a`) of the embedded cubin the kernels were
+    /// loaded from, or `None` where the driver compiled the family's PTX instead (a device with
+    /// no cubin, a driver that refused it, or the `hang-guard` build).
+    pub fn cubin(&self) -> Option<&'static str> {
+        self.cubin
     }
 
     /// The kernels this device runs, v0 first.

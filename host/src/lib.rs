@@ -46,10 +46,13 @@
 //! (programmatic dependent launch): small calls run slower with it on (2048×2048×512 by 14% on an
 //! H200, the README's measurement); [`Gemm::launch_prepared`] or a graph avoids that.
 //!
-//! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX by this crate's build
-//! script with rustc's nvptx64 backend and embedded ([`ptx`]). [`measure`] fills, compares and
-//! times on the device, for tuning; the `hgemm-testing` crate (the cuBLAS harness) and the `hgemm`
-//! CLI (`hgemm-cli`) build on it to check the kernels against cuBLAS and time them.
+//! The kernels themselves are the `hgemm-kernels` crate, compiled to PTX with rustc's nvptx64
+//! backend and embedded ([`ptx`]): the PTX is committed with this crate, so building it needs
+//! stable Rust only (no nightly, no CUDA toolkit). The linking mode and CUDA version of cudarc's
+//! bindings are the application's choice; where it makes none, cudarc loads the driver at run
+//! time. [`measure`] fills, compares and times on the device, for tuning; the `hgemm-testing`
+//! crate (the cuBLAS harness) and the `hgemm` CLI (`hgemm-cli`) build on it to check the kernels
+//! against cuBLAS and time them.
 //!
 //! # Layers
 //!

@@ -291,6 +291,42 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
     }
 }
 
+/// Each embedded cubin is SASS for its target holding every entry of its family's PTX: the
+/// kernels a device with that cubin loads instead of the PTX. (Whether it is that PTX assembled
+/// is what tools/ptxgen/tests/fresh.rs checks, against host/ptx/cubins.txt.)
+#[test]
+fn embedded_cubins_hold_every_entry_of_their_family() {
+    let expected: Vec<&str> = if cfg!(feature = "hang-guard") {
+        Vec::new()
+    } else {
+        Family::ALL.iter().flat_map(|&f| ptx::ptxas_archs(f).iter().copied()).collect()
+    };
+    assert_eq!(ptx::cubins().iter().map(|c| c.0).collect::<Vec<_>>(), expected);
+    for family in Family::ALL {
+        for &(arch, bytes) in ptx::cubins().iter().filter(|c| ptx::ptxas_archs(family).contains(&c.0)) {
+            let path = std::env::temp_dir().join(format!("hgemm-embedded-{}-{arch}.cubin", std::process::id()));
+            std::fs::write(&path, bytes).unwrap();
+            let dump = Command::new(cuda_tool("cuobjdump")).arg("-sass").arg(&path).output().unwrap();
+            let _ = std::fs::remove_file(&path);
+            assert!(dump.status.success(), "cuobjdump {arch}: {}", String::from_utf8_lossy(&dump.stderr));
+            let sass = String::from_utf8_lossy(&dump.stdout);
+            assert!(sass.contains(&format!("code for {arch}\n")), "{arch}: the cubin targets another architecture");
+            let functions: std::collections::BTreeSet<&str> =
+                sass.lines().filter_map(|l| l.trim().strip_prefix("Function : ")).map(str::trim).collect();
+            let entries: std::collections::BTreeSet<&str> = ptx::module(family)
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix(".visible .entry ")?.strip_suffix('('))
+                .collect();
+            assert!(!entries.is_empty());
+            assert!(
+                entries.is_subset(&functions),
+                "{arch}: entries missing from the cubin: {:?}",
+                entries.difference(&functions)
+            );
+        }
+    }
+}
+
 /// The ceilings (benchmark bounds, not GEMMs) must run their tile's MMAs and nothing the GEMM's
 /// memory side does: no TMA, no mbarrier, no spills, their thread count as the register cap.
 #[test]

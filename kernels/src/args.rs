@@ -3,7 +3,7 @@
 
 /// A `CUtensorMap` passed by value, as nvcc's `__grid_constant__` does. The driver wants it
 /// 64-byte aligned in parameter space; rustc declares it `.align 16` (it cannot express more for a
-/// parameter), so `host/build.rs` raises the alignment in the PTX text. Device code never reads the
+/// parameter), so the PTX build (`tools/ptxgen`) raises the alignment in the PTX text. Device code never reads the
 /// fields: it takes the parameter's address (`ptx::param::tensor_map!`) and hands that to TMA.
 #[repr(C, align(16))]
 pub struct TensorMapParam(pub [u64; 16]);

@@ -2,7 +2,7 @@
 //!
 //! Every version file exports a `SPEC: KernelSpec`. The kernel reads the same constants the spec
 //! is built from; the host builds tensor maps, grids, clusters and shared-memory sizes from the
-//! spec; `host/build.rs` writes each entry's thread count into the PTX (`.maxntid`). Nothing is
+//! spec; the PTX build (`tools/ptxgen`) writes each entry's thread count into the PTX (`.maxntid`). Nothing is
 //! typed twice.
 
 /// The architecture a kernel is written for, and the PTX target it is compiled to.
@@ -32,6 +32,15 @@ impl Family {
         match self {
             Family::Hopper => "+ptx80",
             Family::Blackwell => "+ptx88",
+        }
+    }
+
+    /// The SASS targets the family's PTX is assembled for (the cubins `hgemm` embeds beside the
+    /// PTX): sm_100f PTX serves B200 (sm_100a) and GB300 (sm_103a) alike.
+    pub const fn sass_archs(self) -> &'static [&'static str] {
+        match self {
+            Family::Hopper => &["sm_90a"],
+            Family::Blackwell => &["sm_100a", "sm_103a"],
         }
     }
 

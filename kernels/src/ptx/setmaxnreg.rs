@@ -1,6 +1,6 @@
 //! Per-warpgroup register reallocation, `setmaxnreg` (§9.7.17.1, sm_90a and sm_100a+).
 //!
-//! Honoured only when the entry has a register cap (`.maxntid`, written by host/build.rs) and
+//! Honoured only when the entry has a register cap (`.maxntid`, written by tools/ptxgen) and
 //! every warp of a warpgroup executes the same instruction (`.sync.aligned`): call these as the
 //! first statement of each warpgroup role's branch. ptxas warns (C7508) when it ignores them; the
 //! ptxas test fails on any warning.
