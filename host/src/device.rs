@@ -49,8 +49,14 @@ impl DeviceInfo {
 /// Whether a CUDA driver can be loaded here. cudarc panics instead of failing when it cannot,
 /// so every entry point asks this first.
 pub fn driver_present() -> bool {
-    // SAFETY: only tries to dlopen libcuda.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    // cudarc's own check (`is_culib_present`) exists only where it loads libraries at run time;
+    // where the application links them (`dynamic-linking`, which candle turns on) it does not.
+    #[cfg(windows)]
+    const DRIVER: &[&str] = &["nvcuda.dll"];
+    #[cfg(not(windows))]
+    const DRIVER: &[&str] = &["libcuda.so.1", "libcuda.so"];
+    // SAFETY: loads the driver library (whose initializers have no preconditions) and drops it.
+    DRIVER.iter().any(|&name| unsafe { libloading::Library::new(name) }.is_ok())
 }
 
 /// Context on device `ordinal`, or [`Error::NoDriver`] where there is no driver.
