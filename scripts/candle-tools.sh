@@ -24,7 +24,7 @@ if [ ! -x "$CANDLE_CUDA_ROOT/bin/nvcc" ] || [ ! -d "$CANDLE_CUDA_ROOT/include/cc
         "nvidia-cuda-nvcc==13.0.88" "nvidia-cuda-crt==13.0.88" "nvidia-cuda-runtime==13.0.96" \
         "nvidia-cuda-cccl==13.0.85" "nvidia-nvvm==13.0.88"
 fi
-if [ ! -e "$CANDLE_CUDA_ROOT/lib/stubs/run/libnvrtc.so.13" ]; then
+if [ ! -e "$CANDLE_CUDA_ROOT/lib/stubs/run/libcudart.so.13" ]; then
     python3 scripts/cuda-stubs.py "$(cargo metadata --format-version 1 --manifest-path candle/Cargo.toml |
         python3 -c 'import json, sys
 print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "cudarc").rsplit("/", 1)[0])')" \

@@ -9,9 +9,10 @@ builds, with gcc, a shared object of the real soname that defines each one as a 
 enough for the linker, loud if a stub is ever called in place of the real library. libcudart.so
 (which candle-kernels links) points at the runtime wheel's real libcudart.so.13.
 
-OUT_DIR/run holds the stubs under their sonames, for the loader: only the unit tests that run
-without a GPU (and so call no CUDA function) are started with it on LD_LIBRARY_PATH, since every
-binary that links the libraries needs them to start. Elsewhere the real libraries are loaded.
+OUT_DIR/run holds the stubs under their sonames, with the real libcudart.so.13, for the loader:
+only the unit tests that run without a GPU (and so call no CUDA function) are started with it on
+LD_LIBRARY_PATH, since every binary that links the libraries needs them to start. Elsewhere the
+real libraries are loaded.
 """
 
 import pathlib
@@ -53,6 +54,9 @@ def main() -> None:
     for _, link_name, soname in LIBRARIES:
         (run / soname).unlink(missing_ok=True)
         (run / soname).symlink_to(f"../lib{link_name}.so")
+    # The real runtime beside them: binaries with candle's kernels need it to start.
+    (run / "libcudart.so.13").unlink(missing_ok=True)
+    (run / "libcudart.so.13").symlink_to("../../libcudart.so.13")
     cudart = out / "libcudart.so"
     cudart.unlink(missing_ok=True)
     cudart.symlink_to("../libcudart.so.13")

@@ -4,7 +4,7 @@
 //! ```text
 //! y = down(silu(gate(x)) · up(x))      x: tokens × hidden, bf16
 //! ```
-//! gate and up are hidden → intermediate, down intermediate → hidden, weights stored [out, in]
+//! gate and up are hidden → intermediate, down intermediate → hidden, weights stored `[out, in]`
 //! as candle_nn's `Linear` keeps them (the defaults are Llama-3 8B's 4096 and 14336). The
 //! candle path is what `candle_nn::Linear` runs on a 2-D input, `x.matmul(&w.t())`; the hgemm
 //! path is [`hgemm_candle::Linear`]. SiLU and the product run on candle's kernels in both.
@@ -141,9 +141,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let x = uniform(&dev, (tokens, d), 1.0)?;
         let (yc, yh) = (candle.forward(&x)?, hgemm.forward(&x)?);
         let err = rel_error(&yh, &yc)?;
-        if !(err <= hgemm::testing::TOLERANCE) {
-            disagreements += 1;
-        }
+        // NaN disagrees.
+        let agrees = err <= hgemm::testing::TOLERANCE;
+        disagreements += usize::from(!agrees);
         for _ in 0..args.warmup {
             candle.forward(&x)?;
             hgemm.forward(&x)?;
@@ -180,7 +180,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c.0 / h.0,
             tflops(c.0),
             tflops(h.0),
-            if err <= hgemm::testing::TOLERANCE { "" } else { "  DISAGREE" }
+            if agrees { "" } else { "  DISAGREE" }
         );
     }
     if disagreements > 0 {

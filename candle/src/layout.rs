@@ -72,7 +72,7 @@ fn batch_stride(dims: &[usize], strides: &[usize]) -> Result<Option<usize>, ()> 
     Ok(Some(s0))
 }
 
-/// The hgemm call computing candle's `lhs.matmul(rhs)` for `lhs` [.., M, K] and `rhs` [.., K, N]
+/// The hgemm call computing candle's `lhs.matmul(rhs)` for `lhs` `[.., M, K]` and `rhs` `[.., K, N]`
 /// (batch dimensions equal, or absent from one side, which is then broadcast), into a new dense
 /// row-major output of `out_dims`.
 pub fn plan(lhs: View<'_>, rhs: View<'_>) -> Result<MatmulPlan, MatmulError> {

@@ -3,7 +3,7 @@
 //!
 //! - [`matmul`] / [`Matmul`]: `Tensor::matmul` as a candle `CustomOp2`, for bf16 CUDA tensors
 //!   of two or more dimensions, with transposed and strided operands read in place.
-//! - [`Linear`]: candle_nn's `Linear` (weight [out, in], optional bias) on hgemm.
+//! - [`Linear`]: candle_nn's `Linear` (weight `[out, in]`, optional bias) on hgemm.
 //!
 //! Both run on the candle device's own CUDA stream, through one hgemm handle per device
 //! ([`gemm_for`]), and return a candle error that says why where hgemm cannot take a call

@@ -3,7 +3,7 @@
 use crate::matmul::matmul;
 use candle_core::{Module, Tensor};
 
-/// `y = x · Wᵀ + b` with candle_nn's convention: `weight` [out, in], `bias` [out], `x` [.., in].
+/// `y = x · Wᵀ + b` with candle_nn's convention: `weight` `[out, in]`, `bias` `[out]`, `x` `[.., in]`.
 /// The weight is read in place as hgemm's column-major B (no transposed copy), and a batched `x`
 /// whose rows are evenly spaced is one GEMM over all its rows. The bias is added by candle.
 /// Everything [`crate::Matmul`] cannot take is an error (bf16 CUDA tensors only).
@@ -16,17 +16,17 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// A layer of `weight` [out, in] and an optional `bias` [out].
+    /// A layer of `weight` `[out, in]` and an optional `bias` `[out]`.
     pub fn new(weight: Tensor, bias: Option<Tensor>) -> Linear {
         Linear { weight, bias }
     }
 
-    /// The weight, [out, in].
+    /// The weight, `[out, in]`.
     pub fn weight(&self) -> &Tensor {
         &self.weight
     }
 
-    /// The bias, [out].
+    /// The bias, `[out]`.
     pub fn bias(&self) -> Option<&Tensor> {
         self.bias.as_ref()
     }

@@ -7,9 +7,9 @@ use candle_core::backend::BackendDevice;
 use candle_core::{CpuStorage, CudaStorage, DType, Layout, Shape, Tensor};
 use half::bf16;
 
-/// `lhs · rhs` on hgemm, as candle's `Tensor::matmul` computes it: `lhs` [.., M, K] and `rhs`
-/// [.., K, N], bf16 on one CUDA device, with equal batch dimensions or a plain-matrix `rhs`
-/// shared by every batch entry; the output is a new dense [.., M, N] tensor. Operands are read in
+/// `lhs · rhs` on hgemm, as candle's `Tensor::matmul` computes it: `lhs` `[.., M, K]` and `rhs`
+/// `[.., K, N]`, bf16 on one CUDA device, with equal batch dimensions or a plain-matrix `rhs`
+/// shared by every batch entry; the output is a new dense `[.., M, N]` tensor. Operands are read in
 /// place wherever their rows or columns are contiguous (`w.t()`, narrowed views, a batch one
 /// stride walks), on the device's own stream.
 ///

@@ -26,7 +26,7 @@ fn uniform(dev: &Device, dims: &[usize], scale: f64) -> Tensor {
     Tensor::rand(-1f32, 1f32, dims, dev).unwrap().affine(scale, 0.0).unwrap().to_dtype(DType::BF16).unwrap()
 }
 
-/// A [dims] operand with its last two dimensions stored swapped when `transposed` (read through
+/// A `dims` operand with its last two dimensions stored swapped when `transposed` (read through
 /// a transposed view, as `w.t()` is).
 fn operand(dev: &Device, dims: &[usize], transposed: bool, scale: f64) -> Tensor {
     if !transposed {
