@@ -69,6 +69,23 @@ fn error_of(r: candle_core::Result<Tensor>) -> String {
     }
 }
 
+/// `a · b` against candle's, or, where an operand read in place has rows a number of elements
+/// apart that is not a multiple of 8 (a transposed A's M, a row-major B's N), hgemm's refusal.
+fn check_case(a: &Tensor, b: &Tensor, ta: bool, tb: bool, what: &str) {
+    let dims = |t: &Tensor, from_end: usize| t.dims()[t.rank() - from_end];
+    let (m, n) = (dims(a, 2), dims(b, 1));
+    // A single row or column is read in either order.
+    let readable = (!ta || m % 8 == 0 || m == 1) && (tb || n % 8 == 0 || n == 1);
+    let what = format!("{what}, lhs{} rhs{}", if ta { "ᵀ" } else { "" }, if tb { "ᵀ" } else { "" });
+    if readable {
+        assert_close(&matmul(a, b).unwrap(), &a.matmul(b).unwrap(), &what);
+    } else {
+        let e = error_of(matmul(a, b));
+        assert!(e.contains("multiple of 8"), "{what}: {e}");
+        println!("{what}: refused ({e})");
+    }
+}
+
 #[test]
 #[ignore]
 fn matches_candle_over_shapes_and_transposes() {
@@ -85,8 +102,7 @@ fn matches_candle_over_shapes_and_transposes() {
         for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
             let a = operand(&dev, &[m, k], ta, 1.0);
             let b = operand(&dev, &[k, n], tb, (k as f64).powf(-0.5));
-            let what = format!("{m}×{n}×{k}, lhs{} rhs{}", if ta { "ᵀ" } else { "" }, if tb { "ᵀ" } else { "" });
-            assert_close(&matmul(&a, &b).unwrap(), &a.matmul(&b).unwrap(), &what);
+            check_case(&a, &b, ta, tb, &format!("{m}×{n}×{k}"));
         }
     }
 }
@@ -95,13 +111,13 @@ fn matches_candle_over_shapes_and_transposes() {
 #[ignore]
 fn matches_candle_over_batches() {
     let dev = device();
-    for (batch, m, n, k) in [(&[3][..], 128, 96, 64), (&[2, 3][..], 40, 72, 128), (&[5][..], 257, 129, 512)] {
+    for (batch, m, n, k) in
+        [(&[3][..], 128, 96, 64), (&[2, 3][..], 40, 72, 128), (&[5][..], 257, 129, 512), (&[4][..], 264, 136, 512)]
+    {
         for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
             let a = operand(&dev, &[batch, &[m, k]].concat(), ta, 1.0);
             let b = operand(&dev, &[batch, &[k, n]].concat(), tb, (k as f64).powf(-0.5));
-            let what =
-                format!("{batch:?} × {m}×{n}×{k}, lhs{} rhs{}", if ta { "ᵀ" } else { "" }, if tb { "ᵀ" } else { "" });
-            assert_close(&matmul(&a, &b).unwrap(), &a.matmul(&b).unwrap(), &what);
+            check_case(&a, &b, ta, tb, &format!("{batch:?} × {m}×{n}×{k}"));
         }
     }
 }
