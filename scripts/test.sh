@@ -44,3 +44,17 @@ cargo test --workspace --lib --quiet "$@"
 # packaged.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/hgemm-kernels-* target/package-verify
 cargo package --locked --quiet --allow-dirty --target-dir target/package-verify -p hgemm-kernels -p hgemm
+
+# --- candle (issue 58): hgemm in one dependency graph with candle-core 0.11 and its `cuda`
+# feature, the crate hgemm-candle (a workspace of its own, candle/). scripts/candle-tools.sh
+# installs nvcc 13.0 and link-only stubs of the CUDA libraries into .tools/ (once). Formatted,
+# linted, documented, built with every target, and its unit tests (no GPU) run, started with the
+# stubs as their libraries; its GPU tests are #[ignore]d (scripts/stage-candle.sh builds them).
+(
+    source scripts/candle-tools.sh
+    cd candle
+    cargo fmt --check
+    cargo clippy --release --all-targets --quiet -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --quiet
+    LD_LIBRARY_PATH=$CANDLE_STUBS_RUN cargo test --release --quiet
+)
