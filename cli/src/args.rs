@@ -40,20 +40,27 @@ pub enum Command {
     Ptx(Ptx),
 }
 
-/// Which shapes: a list, the Hopper issue's 12 shapes, or the LLM layers.
+/// Which shapes: a list, the Hopper issue's 12 shapes, the LLM layers, or a seeded draw.
 #[derive(Debug, Args)]
-#[group(multiple = false)]
 pub struct Shapes {
     /// Comma-separated shapes, MxNxK,...
-    #[arg(long, value_name = "MxNxK,...", value_delimiter = ',', value_parser = parse_shape)]
+    #[arg(long, value_name = "MxNxK,...", value_delimiter = ',', value_parser = parse_shape,
+          conflicts_with_all = ["sweep", "llm", "random"])]
     pub shapes: Option<Vec<Shape>>,
     /// The Hopper issue's 12 shapes.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["llm", "random"])]
     pub sweep: bool,
     /// 90 LLM layers: M of 256-4096 tokens against the N×K of Llama-2 7B and 13B and Llama-3 8B
     /// and 70B.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "random")]
     pub llm: bool,
+    /// N realistic shapes drawn from --seed: layers of public model families at decode, prefill
+    /// and training sizes, and random multiples of 64 (hgemm_testing::draw says how).
+    #[arg(long, value_name = "N", requires = "seed")]
+    pub random: Option<usize>,
+    /// The seed of --random's draw.
+    #[arg(long, value_name = "S", requires = "random")]
+    pub seed: Option<u64>,
 }
 
 impl Shapes {
@@ -63,6 +70,8 @@ impl Shapes {
             SWEEP.to_vec()
         } else if self.llm {
             LLM_LAYERS.iter().flat_map(|&(n, k)| LLM_TOKENS.iter().map(move |&m| (m, n, k))).collect()
+        } else if let (Some(count), Some(seed)) = (self.random, self.seed) {
+            hgemm_testing::draw::draw(count, seed).iter().map(|s| (s.m, s.n, s.k)).collect()
         } else {
             self.shapes.clone().unwrap_or_else(|| default.to_vec())
         }
@@ -263,6 +272,9 @@ mod tests {
         assert_eq!(error("run --ref gpu"), ErrorKind::InvalidValue);
         assert_eq!(error("ptx"), ErrorKind::MissingRequiredArgument);
         assert_eq!(error("bench --sweep --llm"), ErrorKind::ArgumentConflict);
+        assert_eq!(error("bench --sweep --random 5 --seed 1"), ErrorKind::ArgumentConflict);
+        assert_eq!(error("plan --random 5"), ErrorKind::MissingRequiredArgument);
+        assert_eq!(error("plan --seed 5"), ErrorKind::MissingRequiredArgument);
         assert_eq!(error("bench --overhead --json out.json"), ErrorKind::ArgumentConflict);
         let e = parse("plan --rule NONE").unwrap_err().to_string();
         assert!(e.contains("NONE") && e.contains("THIN_SQUARE_SPLIT"), "{e}");
@@ -280,6 +292,11 @@ mod tests {
         let Command::Plan(p) = parse("plan").unwrap() else { panic!() };
         assert_eq!((p.sms, p.why, p.rule), (132, false, None));
         assert_eq!(p.shapes.or(SWEEP), SWEEP);
+        let Command::Plan(p) = parse("plan --random 200 --seed 9").unwrap() else { panic!() };
+        let drawn = p.shapes.or(SWEEP);
+        assert_eq!(drawn.len(), 200);
+        let Command::Bench(b) = parse("bench --random 200 --seed 9").unwrap() else { panic!() };
+        assert_eq!(b.shapes.or(&[]), drawn);
         let Command::Tune(t) = parse("tune").unwrap() else { panic!() };
         let d = TuneOptions::default();
         assert_eq!((t.samples, t.sample_ms, t.samples_each, t.out), (d.samples, d.sample_ms, false, None));

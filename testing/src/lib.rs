@@ -10,6 +10,7 @@
 
 mod cases;
 mod cublas;
+pub mod draw;
 mod error;
 mod general;
 mod reference;
