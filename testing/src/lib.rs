@@ -11,6 +11,7 @@
 mod cases;
 mod cublas;
 mod error;
+mod fused;
 mod general;
 mod reference;
 mod verify;
@@ -18,6 +19,9 @@ mod verify;
 pub use cases::*;
 pub use cublas::{Cublas, CublasLt};
 pub use error::{Error, Result};
+pub use fused::{
+    ACTIVATIONS, BiasBuffers, FUSED_ENTRY_SHAPES, FusedCase, FusedCheck, check_fused, fused_entry_cases, fused_general_cases,
+};
 pub use general::{GeneralCase, OpCheck, check_op, general_cases};
 pub use hgemm::measure::{
     BufferComparison, Ceiling, InputSets, POISON, TOLERANCE, compare_into, compare_on_device, comparison_slots, fill,
