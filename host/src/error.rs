@@ -111,7 +111,9 @@ impl fmt::Display for Error {
                 write!(f, "{operand} holds {len} elements but the shape needs {needed}")
             }
             Error::Bias { op, buffer } => match (op, buffer) {
-                (Some(ty), None) => write!(f, "the call declares a {ty:?} bias but no bias buffer was passed (use gemm_bias)"),
+                (Some(ty), None) => {
+                    write!(f, "the call declares a {ty:?} bias but no bias buffer was passed (use gemm_bias)")
+                }
                 (None, Some(ty)) => {
                     write!(f, "a {ty:?} bias buffer was passed for a call that declares no bias (GemmOp::bias)")
                 }

@@ -85,7 +85,9 @@ mod tests {
         let up: Vec<u32> = gate.iter().map(|g| g + 1000).collect();
         let cm = interleave_gate_up(&gate, &up, Layout::ColMajor, features, k).unwrap();
         // The same weights stored in×out (B row-major): transposed.
-        let t = |w: &[u32]| (0..k).flat_map(|kk| (0..features).map(move |f| (kk, f))).map(|(kk, f)| w[f * k + kk]).collect::<Vec<_>>();
+        let t = |w: &[u32]| {
+            (0..k).flat_map(|kk| (0..features).map(move |f| (kk, f))).map(|(kk, f)| w[f * k + kk]).collect::<Vec<_>>()
+        };
         let rm = interleave_gate_up(&t(&gate), &t(&up), Layout::RowMajor, features, k).unwrap();
         for j in 0..2 * features {
             let (is_up, f) = gate_up_of(j);
@@ -102,7 +104,11 @@ mod tests {
     #[test]
     fn wrong_sizes_are_refused() {
         let w = vec![0u8; 12];
-        assert!(matches!(interleave_gate_up(&w, &w, Layout::ColMajor, 12, 1), Err(Error::InvalidShape(s)) if s.contains("multiple of 8")));
-        assert!(matches!(interleave_gate_up(&w[..8], &w[..4], Layout::ColMajor, 8, 1), Err(Error::InvalidShape(s)) if s.contains("up weight")));
+        assert!(
+            matches!(interleave_gate_up(&w, &w, Layout::ColMajor, 12, 1), Err(Error::InvalidShape(s)) if s.contains("multiple of 8"))
+        );
+        assert!(
+            matches!(interleave_gate_up(&w[..8], &w[..4], Layout::ColMajor, 8, 1), Err(Error::InvalidShape(s)) if s.contains("up weight"))
+        );
     }
 }

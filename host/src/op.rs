@@ -353,10 +353,12 @@ impl GemmOp {
     /// Elements the bias buffer must hold: N (the GEMM's, 2·I for a gated call), and with a
     /// [`bias_stride`](GemmOp::bias_stride), every batch entry's vector.
     pub fn bias_len(&self) -> Result<usize> {
-        (self.batch.max(1) - 1)
-            .checked_mul(self.bias_stride)
-            .and_then(|x| x.checked_add(self.n))
-            .ok_or_else(|| Error::InvalidShape(format!("the bias spans more than 2^64 elements ({} vectors {} apart)", self.batch, self.bias_stride)))
+        (self.batch.max(1) - 1).checked_mul(self.bias_stride).and_then(|x| x.checked_add(self.n)).ok_or_else(|| {
+            Error::InvalidShape(format!(
+                "the bias spans more than 2^64 elements ({} vectors {} apart)",
+                self.batch, self.bias_stride
+            ))
+        })
     }
 
     /// [`validate`](Self::validate) with the bias buffer given (its type and length) or not:
@@ -593,7 +595,10 @@ mod tests {
         // Declared and passed must agree: present, absent, type.
         assert_eq!(check(&op, None), Err(Error::Bias { op: Some(BiasType::F32), buffer: None }));
         let plain = GemmOp::new(m, n, k);
-        assert_eq!(check(&plain, Some((BiasType::Bf16, n))), Err(Error::Bias { op: None, buffer: Some(BiasType::Bf16) }));
+        assert_eq!(
+            check(&plain, Some((BiasType::Bf16, n))),
+            Err(Error::Bias { op: None, buffer: Some(BiasType::Bf16) })
+        );
         assert_eq!(
             check(&op, Some((BiasType::Bf16, n))),
             Err(Error::Bias { op: Some(BiasType::F32), buffer: Some(BiasType::Bf16) })
@@ -611,7 +616,9 @@ mod tests {
             b.validate_fused(3 * m * k, 3 * n * k, Some((BiasType::Bf16, 2 * 264 + n - 1)), 3 * m * n),
             Err(Error::BufferTooSmall { operand: "bias", needed: 2 * 264 + n, len: 2 * 264 + n - 1 })
         );
-        assert!(matches!(b.bias_stride(260).validate_shape(), Err(Error::InvalidShape(s)) if s.contains("bias_stride")));
+        assert!(
+            matches!(b.bias_stride(260).validate_shape(), Err(Error::InvalidShape(s)) if s.contains("bias_stride"))
+        );
         assert!(b.bias(BiasType::F32).bias_stride(260).validate_shape().is_ok());
     }
 
@@ -634,10 +641,16 @@ mod tests {
         assert_eq!(op.c(Layout::ColMajor, 100).stride_c, 256 * 100);
         // N must hold whole blocks of 8 gate and 8 up columns.
         for n in [24, 516, 7] {
-            assert!(matches!(GemmOp::new(64, n, 64).gated().validate_shape(), Err(Error::InvalidShape(s)) if s.contains("multiple of 16")), "N {n}");
+            assert!(
+                matches!(GemmOp::new(64, n, 64).gated().validate_shape(), Err(Error::InvalidShape(s)) if s.contains("multiple of 16")),
+                "N {n}"
+            );
         }
         // The packed epilogue: activation, bias, gating; along M only from the plan.
         let e = GemmOp::new(64, 64, 64).bias(BiasType::Bf16).activation(Activation::GeluErf).gated().epilogue();
-        assert_eq!((e.activation(), e.bias(), e.is_gated(), e.is_along_m()), (Activation::GeluErf, Some(BiasType::Bf16), true, false));
+        assert_eq!(
+            (e.activation(), e.bias(), e.is_gated(), e.is_along_m()),
+            (Activation::GeluErf, Some(BiasType::Bf16), true, false)
+        );
     }
 }

@@ -227,7 +227,14 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
 
 /// [`plan`] with the bias vector's device address and type, where `op` declares a bias
 /// ([`GemmOp::bias`]); its length is the caller's check ([`GemmOp::validate_fused`]).
-pub fn plan_fused(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, bias: Option<(u64, BiasType)>, c: u64) -> Result<Plan> {
+pub fn plan_fused(
+    spec: &KernelSpec,
+    op: &GemmOp,
+    a: u64,
+    b: u64,
+    bias: Option<(u64, BiasType)>,
+    c: u64,
+) -> Result<Plan> {
     supports(spec, op)?;
     if op.bias != bias.map(|(_, ty)| ty) {
         return Err(Error::Bias { op: op.bias, buffer: bias.map(|(_, ty)| ty) });
@@ -650,7 +657,8 @@ mod tests {
         assert_eq!(p.maps[2].dims[..2], [4096, 160]);
         // Not gated, the same swap marks the bias as running along M.
         let op = GemmOp::new(160, 8192, 64).bias(hgemm_kernels::fused::BiasType::Bf16);
-        let p = plan_fused(cm, &op, 0x1000, 0x2000, Some((0x5000, hgemm_kernels::fused::BiasType::Bf16)), 0x3000).unwrap();
+        let p =
+            plan_fused(cm, &op, 0x1000, 0x2000, Some((0x5000, hgemm_kernels::fused::BiasType::Bf16)), 0x3000).unwrap();
         assert!(p.args.epilogue.is_along_m() && !p.args.epilogue.is_gated());
         assert_eq!(p.maps[2].dims[..2], [8192, 160]);
     }

@@ -85,13 +85,19 @@ impl Cublas {
         B: DevicePtr<bf16>,
     {
         let (m, n) = (op.m, op.n);
-        let dense = GemmOp::new(m, n, op.k)
-            .a(op.a_layout, op.lda)
-            .b(op.b_layout, op.ldb)
-            .alpha(op.alpha)
-            .batched(op.batch, op.stride_a, op.stride_b, m * n);
+        let dense = GemmOp::new(m, n, op.k).a(op.a_layout, op.lda).b(op.b_layout, op.ldb).alpha(op.alpha).batched(
+            op.batch,
+            op.stride_a,
+            op.stride_b,
+            m * n,
+        );
         if products.len() < m * n * op.batch {
-            return Err(hgemm::Error::BufferTooSmall { operand: "products", needed: m * n * op.batch, len: products.len() }.into());
+            return Err(hgemm::Error::BufferTooSmall {
+                operand: "products",
+                needed: m * n * op.batch,
+                len: products.len(),
+            }
+            .into());
         }
         self.bind()?;
         let stream = &self.stream;

@@ -201,11 +201,17 @@ pub fn fused_general_cases() -> Vec<FusedCase> {
                         .beta(-0.5);
                     let op = with_epilogue(base, Some(bias), act).c(cl, pad(ld(cl, m, n), 8));
                     cases.push(FusedCase {
-                        what: format!("{m}x{n}x{k} A {al:?} B {bl:?} C {cl:?} padded, alpha .75 beta -.5, {bias:?} bias, {name}"),
+                        what: format!(
+                            "{m}x{n}x{k} A {al:?} B {bl:?} C {cl:?} padded, alpha .75 beta -.5, {bias:?} bias, {name}"
+                        ),
                         op,
                     });
-                    let gated = with_epilogue(base, Some(bias), if i % 2 == 0 { Activation::Silu } else { Activation::GeluTanh })
-                        .gated();
+                    let gated = with_epilogue(
+                        base,
+                        Some(bias),
+                        if i % 2 == 0 { Activation::Silu } else { Activation::GeluTanh },
+                    )
+                    .gated();
                     let gated = gated.c(cl, pad(ld(cl, m, n / 2), 8));
                     cases.push(FusedCase {
                         what: format!("{m}x{n}x{k} gated, A {al:?} B {bl:?} C {cl:?} padded, alpha .75 beta -.5, {bias:?} bias, {:?}", gated.activation),
@@ -246,11 +252,19 @@ pub fn fused_general_cases() -> Vec<FusedCase> {
     for (n, ldc) in [(1000, 1003), (304, 307)] {
         cases.push(FusedCase {
             what: format!("130x{n}x64 ragged C (ldc {ldc}), f32 bias, GELU tanh, beta 1"),
-            op: GemmOp::new(130, n, 64).bias(BiasType::F32).activation(Activation::GeluTanh).c(Layout::RowMajor, ldc).beta(1.0),
+            op: GemmOp::new(130, n, 64)
+                .bias(BiasType::F32)
+                .activation(Activation::GeluTanh)
+                .c(Layout::RowMajor, ldc)
+                .beta(1.0),
         });
         cases.push(FusedCase {
             what: format!("130x{}x64 gated ragged C (ldc {}), bf16 bias, SiLU", 2 * n, ldc),
-            op: GemmOp::new(130, 2 * n, 64).bias(BiasType::Bf16).activation(Activation::Silu).gated().c(Layout::RowMajor, ldc),
+            op: GemmOp::new(130, 2 * n, 64)
+                .bias(BiasType::Bf16)
+                .activation(Activation::Silu)
+                .gated()
+                .c(Layout::RowMajor, ldc),
         });
     }
     // K = 0: y = act(bias) + beta·C.
@@ -281,7 +295,9 @@ pub fn fused_entry_cases(kernel: &KernelSpec) -> Vec<FusedCase> {
                 });
             }
         }
-        for (act, name) in [(Activation::Silu, "SwiGLU"), (Activation::GeluTanh, "GeGLU tanh"), (Activation::GeluErf, "GeGLU erf")] {
+        for (act, name) in
+            [(Activation::Silu, "SwiGLU"), (Activation::GeluTanh, "GeGLU tanh"), (Activation::GeluErf, "GeGLU erf")]
+        {
             for bias in [None, Some(BiasType::F32)] {
                 let op = with_epilogue(crate::op_for(kernel, m, n, k), bias, act).gated();
                 cases.push(FusedCase { what: format!("{m}x{n}x{k} {name}, {bias:?} bias"), op });
@@ -290,7 +306,6 @@ pub fn fused_entry_cases(kernel: &KernelSpec) -> Vec<FusedCase> {
     }
     cases
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,8 @@ pub use cases::*;
 pub use cublas::{Cublas, CublasLt};
 pub use error::{Error, Result};
 pub use fused::{
-    ACTIVATIONS, BiasBuffers, FUSED_ENTRY_SHAPES, FusedCase, FusedCheck, check_fused, fused_entry_cases, fused_general_cases,
+    ACTIVATIONS, BiasBuffers, FUSED_ENTRY_SHAPES, FusedCase, FusedCheck, check_fused, fused_entry_cases,
+    fused_general_cases,
 };
 pub use general::{GeneralCase, OpCheck, check_op, general_cases};
 pub use hgemm::measure::{

@@ -82,7 +82,12 @@ pub fn reference_from_products(op: &GemmOp, products: &[f32], bias: Option<&[f64
     }
     let entry = op.m * op.n;
     if products.len() < entry * op.batch {
-        return Err(hgemm::Error::BufferTooSmall { operand: "products", needed: entry * op.batch, len: products.len() }.into());
+        return Err(hgemm::Error::BufferTooSmall {
+            operand: "products",
+            needed: entry * op.batch,
+            len: products.len(),
+        }
+        .into());
     }
     // alpha is in the products already.
     let unscaled = GemmOp { alpha: 1.0, ..*op };
@@ -262,7 +267,9 @@ mod tests {
         use hgemm::BiasType;
         // A = [1 2 ...] one row, B: N = 16 columns; (A·B)[0][j] = j - 4 (K = 8, A = e0).
         let a: Vec<bf16> = (0..8).map(|kk| bf16::from_f32(if kk == 0 { 1.0 } else { 0.0 })).collect();
-        let b: Vec<bf16> = (0..16).flat_map(|j| (0..8).map(move |kk| bf16::from_f32(if kk == 0 { j as f32 - 4.0 } else { 0.0 }))).collect();
+        let b: Vec<bf16> = (0..16)
+            .flat_map(|j| (0..8).map(move |kk| bf16::from_f32(if kk == 0 { j as f32 - 4.0 } else { 0.0 })))
+            .collect();
         let bias: Vec<f64> = (0..16).map(|j| 0.5 * j as f64).collect();
         let c = vec![bf16::from_f32(2.0); 16];
         let op = GemmOp::new(1, 16, 8).bias(BiasType::F32).activation(Activation::Relu).alpha(2.0).beta(0.25);

@@ -106,9 +106,12 @@ fn llama_mlp_layers_match_cublas() {
             GemmOp::new(tokens, d, i).b(Layout::RowMajor, d).bias(BiasType::F32).activation(Activation::Relu).beta(1.0),
         ));
     }
-    run_cases(cases.into_iter().enumerate().map(|(n, (what, op))| {
-        (what, testing::check_fused(&gemm, &blas, &stream, &op, None, seed + n as u64))
-    }));
+    run_cases(
+        cases
+            .into_iter()
+            .enumerate()
+            .map(|(n, (what, op))| (what, testing::check_fused(&gemm, &blas, &stream, &op, None, seed + n as u64))),
+    );
 }
 
 /// The bench's baselines: cuBLAS followed by `hgemm_bias_act_bf16` or `hgemm_glu_bf16` must
@@ -136,7 +139,11 @@ fn separate_epilogue_kernels_match_the_host() {
             let want: Vec<f64> = (0..rows * ld)
                 .map(|e| {
                     let (r, c) = (e / ld, e % ld);
-                    if c < cols { testing::activation_f64(act, before[r * ld + c].to_f64() + b[c]) } else { before[e].to_f64() }
+                    if c < cols {
+                        testing::activation_f64(act, before[r * ld + c].to_f64() + b[c])
+                    } else {
+                        before[e].to_f64()
+                    }
                 })
                 .collect();
             let cmp = testing::compare(&out, want);
@@ -191,11 +198,25 @@ fn refused_fused_calls_leave_c_untouched() {
         gemm.gemm_bias(&stream, &GemmOp::new(m, n, k), &a, &b, &bias32, &mut c).unwrap_err(),
         gemm.gemm(&stream, &GemmOp::new(m, 264, k).gated(), &a, &b, &mut c).unwrap_err(),
         gemm.gemm(&stream, &GemmOp::new(m, n, k).gated().c(Layout::RowMajor, 100), &a, &b, &mut c).unwrap_err(),
-        gemm.gemm_with(&hgemm_kernels::hopper::v6::SPEC, &stream, &GemmOp::new(m, n, k).activation(Activation::Silu), &a, &b, &mut c)
-            .unwrap_err(),
+        gemm.gemm_with(
+            &hgemm_kernels::hopper::v6::SPEC,
+            &stream,
+            &GemmOp::new(m, n, k).activation(Activation::Silu),
+            &a,
+            &b,
+            &mut c,
+        )
+        .unwrap_err(),
         // Misaligned: a view of the bias starting 4 bytes in.
-        gemm.gemm_bias(&stream, &op.bias(BiasType::F32), &a, &b, &stream.alloc_zeros::<f32>(n + 1).unwrap().slice(1..), &mut c)
-            .unwrap_err(),
+        gemm.gemm_bias(
+            &stream,
+            &op.bias(BiasType::F32),
+            &a,
+            &b,
+            &stream.alloc_zeros::<f32>(n + 1).unwrap().slice(1..),
+            &mut c,
+        )
+        .unwrap_err(),
     ];
     for e in &errors {
         println!("{e}");
