@@ -190,7 +190,7 @@ pub fn fused_general_cases() -> Vec<FusedCase> {
                 for cl in orders {
                     // A different bias type and activation for each case, every one covered.
                     let (act, name) = crate::fused::ACTIVATIONS[i % 5];
-                    let bias = if i % 2 == 0 { BiasType::Bf16 } else { BiasType::F32 };
+                    let bias = if i.is_multiple_of(2) { BiasType::Bf16 } else { BiasType::F32 };
                     i += 1;
                     let ld = |l: Layout, rows: usize, cols: usize| if l == Layout::RowMajor { cols } else { rows };
                     let pad = |x: usize, p: usize| (x + p).div_ceil(8) * 8;
@@ -209,7 +209,7 @@ pub fn fused_general_cases() -> Vec<FusedCase> {
                     let gated = with_epilogue(
                         base,
                         Some(bias),
-                        if i % 2 == 0 { Activation::Silu } else { Activation::GeluTanh },
+                        if i.is_multiple_of(2) { Activation::Silu } else { Activation::GeluTanh },
                     )
                     .gated();
                     let gated = gated.c(cl, pad(ld(cl, m, n / 2), 8));
