@@ -275,34 +275,59 @@ pub fn fused_general_cases() -> Vec<FusedCase> {
     cases
 }
 
-/// Entry-by-entry shapes: partial tiles along M and N, and a whole-tile one.
+/// Entry-by-entry shapes: partial tiles along M and N (the full matrix of epilogues runs here),
+/// one tile, and a larger one past the CPU reference's size.
 pub const FUSED_ENTRY_SHAPES: [(usize, usize, usize); 3] = [(300, 528, 136), (128, 256, 64), (1000, 1040, 264)];
 
-/// The calls each Hopper v7 entry is checked with: for each of [`FUSED_ENTRY_SHAPES`], every
-/// activation with no bias, a bf16 bias and an f32 bias, and gated SwiGLU and GeGLU (both GELU
-/// forms), with A and B in `kernel`'s orders (`op_for`) and C row-major, alternating beta 0 and
-/// beta 1.
+/// The calls each Hopper v7 entry is checked with, A and B in `kernel`'s orders (`op_for`), C
+/// row-major: on the first of [`FUSED_ENTRY_SHAPES`] every activation with no bias, a bf16 bias
+/// and an f32 bias (beta 0 and 1 alternating), and gated SwiGLU and GeGLU (both GELU forms) with
+/// and without an f32 bias; on the others four of them (a bf16 bias with GELU erf, an f32 bias
+/// with SiLU and beta 1, SwiGLU with a bf16 bias, GeGLU), so that every entry is checked within
+/// minutes.
 pub fn fused_entry_cases(kernel: &KernelSpec) -> Vec<FusedCase> {
     let mut cases = Vec::new();
-    for (s, &(m, n, k)) in FUSED_ENTRY_SHAPES.iter().enumerate() {
+    let (m, n, k) = FUSED_ENTRY_SHAPES[0];
+    let base = crate::op_for(kernel, m, n, k);
+    for (a, &(act, name)) in ACTIVATIONS.iter().enumerate() {
+        for (b, bias) in [None, Some(BiasType::Bf16), Some(BiasType::F32)].into_iter().enumerate() {
+            let beta = ((a + b) % 2) as f32;
+            cases.push(FusedCase {
+                what: format!("{m}x{n}x{k} {bias:?} bias, {name}, beta {beta}"),
+                op: with_epilogue(base, bias, act).beta(beta),
+            });
+        }
+    }
+    for (act, name) in
+        [(Activation::Silu, "SwiGLU"), (Activation::GeluTanh, "GeGLU tanh"), (Activation::GeluErf, "GeGLU erf")]
+    {
+        for bias in [None, Some(BiasType::F32)] {
+            cases.push(FusedCase {
+                what: format!("{m}x{n}x{k} {name}, {bias:?} bias"),
+                op: with_epilogue(base, bias, act).gated(),
+            });
+        }
+    }
+    for &(m, n, k) in &FUSED_ENTRY_SHAPES[1..] {
         let base = crate::op_for(kernel, m, n, k);
-        for (a, &(act, name)) in ACTIVATIONS.iter().enumerate() {
-            for bias in [None, Some(BiasType::Bf16), Some(BiasType::F32)] {
-                let beta = ((s + a) % 2) as f32;
-                cases.push(FusedCase {
-                    what: format!("{m}x{n}x{k} {bias:?} bias, {name}, beta {beta}"),
-                    op: with_epilogue(base, bias, act).beta(beta),
-                });
-            }
-        }
-        for (act, name) in
-            [(Activation::Silu, "SwiGLU"), (Activation::GeluTanh, "GeGLU tanh"), (Activation::GeluErf, "GeGLU erf")]
-        {
-            for bias in [None, Some(BiasType::F32)] {
-                let op = with_epilogue(crate::op_for(kernel, m, n, k), bias, act).gated();
-                cases.push(FusedCase { what: format!("{m}x{n}x{k} {name}, {bias:?} bias"), op });
-            }
-        }
+        cases.extend([
+            FusedCase {
+                what: format!("{m}x{n}x{k} bf16 bias, GELU erf"),
+                op: with_epilogue(base, Some(BiasType::Bf16), Activation::GeluErf),
+            },
+            FusedCase {
+                what: format!("{m}x{n}x{k} f32 bias, SiLU, beta 1"),
+                op: with_epilogue(base, Some(BiasType::F32), Activation::Silu).beta(1.0),
+            },
+            FusedCase {
+                what: format!("{m}x{n}x{k} SwiGLU, bf16 bias"),
+                op: with_epilogue(base, Some(BiasType::Bf16), Activation::Silu).gated(),
+            },
+            FusedCase {
+                what: format!("{m}x{n}x{k} GeGLU tanh, beta 1"),
+                op: base.activation(Activation::GeluTanh).gated().beta(1.0),
+            },
+        ]);
     }
     cases
 }
@@ -319,7 +344,7 @@ mod tests {
         }
         for kernel in hgemm_kernels::hopper::v7::VARIANTS.iter().chain([&hgemm_kernels::hopper::v7::SPEC]) {
             let cases = fused_entry_cases(kernel);
-            assert_eq!(cases.len(), FUSED_ENTRY_SHAPES.len() * (5 * 3 + 6));
+            assert_eq!(cases.len(), 5 * 3 + 6 + 4 * (FUSED_ENTRY_SHAPES.len() - 1));
             for case in cases {
                 assert!(case.op.validate_shape().is_ok(), "{} {}", kernel.name, case.what);
             }
