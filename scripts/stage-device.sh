@@ -11,7 +11,7 @@ mkdir -p .device/bin
 cp target/release/hgemm target/release/examples/mlp .device/bin/
 cp examples/downstream/target/release/hgemm-downstream .device/bin/downstream
 source scripts/test-executable.sh
-for t in gpu reliability; do
+for t in gpu reliability epilogue; do
     cp "$(test_executable hgemm-testing "$t")" ".device/bin/$t"
 done
 exe=$(cargo bench -p hgemm-benches --no-run --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*gemm-[^"]*"' | tail -1 | cut -d'"' -f4)

@@ -140,6 +140,31 @@ pub struct Bench {
     /// 2048x2048x512).
     #[arg(long, conflicts_with_all = ["kernels", "ceiling_ctas", "tuning", "force", "json", "csv", "svg", "multi_stream"])]
     pub overhead: bool,
+    /// Time a fused epilogue against its baselines, in one process: hgemm's fused call, cuBLAS
+    /// followed by a separate bias+activation or GLU kernel, and (gelu-bias, bias-relu)
+    /// cuBLASLt's own bias epilogue; prints each baseline's time over hgemm's (default shape
+    /// 8192x8192x8192; N is the GEMM's, 2·I for the gated modes).
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["kernels", "ceiling_ctas", "force", "json", "csv", "svg", "multi_stream", "overhead"])]
+    pub epilogue: Option<EpilogueMode>,
+    /// With --epilogue: the MLP layers of Llama-3 8B (hidden 4096, intermediate 14336) and 70B
+    /// (8192, 28672) at 512 to 8192 tokens, up and down projections (gate+up for gated modes).
+    #[arg(long, requires = "epilogue", conflicts_with_all = ["shapes", "sweep", "llm"])]
+    pub mlp: bool,
+}
+
+/// `hgemm bench --epilogue`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EpilogueMode {
+    /// y = gelu_tanh(x·Wᵀ + b), bf16 bias; against cuBLASLt's GELU_BIAS too.
+    GeluBias,
+    /// y = relu(x·Wᵀ + b), bf16 bias; against cuBLASLt's RELU_BIAS too.
+    BiasRelu,
+    /// y = silu(x·Wᵀ + b), bf16 bias (cuBLASLt has no SiLU).
+    BiasSilu,
+    /// y = silu(x·W_gateᵀ) ⊙ (x·W_upᵀ).
+    Swiglu,
+    /// y = gelu_tanh(x·W_gateᵀ) ⊙ (x·W_upᵀ).
+    Geglu,
 }
 
 /// Where `hgemm run`'s reference comes from.

@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod chart;
+mod epilogue;
 mod overhead;
 mod plan;
 mod run;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         Command::Info => info(),
         Command::Verify(a) => verify(a),
         Command::Bench(a) if a.overhead => overhead::run(a),
+        Command::Bench(a) if a.epilogue.is_some() => epilogue::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),

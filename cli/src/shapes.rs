@@ -41,6 +41,27 @@ pub const LLM_LAYERS: &[(usize, usize)] = &[
 /// The rows (tokens) `--llm` runs each layer at.
 pub const LLM_TOKENS: &[usize] = &[256, 512, 1024, 2048, 3072, 4096];
 
+/// Llama-3 8B's and 70B's MLPs: (hidden, intermediate).
+pub const LLAMA3_MLPS: &[(usize, usize)] = &[(4096, 14336), (8192, 28672)];
+/// The tokens `--mlp` runs each MLP layer at.
+pub const MLP_TOKENS: &[usize] = &[512, 1024, 2048, 4096, 8192];
+
+/// The MLP layers of [`LLAMA3_MLPS`] at [`MLP_TOKENS`]: for a gated epilogue the gate+up GEMM
+/// (N = 2·intermediate), else the up (hidden → intermediate) and down projections.
+pub fn mlp_shapes(gated: bool) -> Vec<Shape> {
+    let mut shapes = Vec::new();
+    for &(d, i) in LLAMA3_MLPS {
+        for &t in MLP_TOKENS {
+            if gated {
+                shapes.push((t, 2 * i, d));
+            } else {
+                shapes.extend([(t, i, d), (t, d, i)]);
+            }
+        }
+    }
+    shapes
+}
+
 /// One `MxNxK`.
 pub fn parse_shape(t: &str) -> Result<Shape, String> {
     let v: Vec<usize> =
@@ -54,6 +75,16 @@ pub fn parse_shape(t: &str) -> Result<Shape, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mlp_layers_of_both_models_at_every_token_count() {
+        let gated = mlp_shapes(true);
+        assert_eq!(gated.len(), 10);
+        assert!(gated.contains(&(512, 28672, 4096)) && gated.contains(&(8192, 57344, 8192)));
+        let plain = mlp_shapes(false);
+        assert_eq!(plain.len(), 20);
+        assert!(plain.contains(&(4096, 14336, 4096)) && plain.contains(&(4096, 4096, 14336)));
+    }
 
     #[test]
     fn shapes_parse_or_say_why_not() {

@@ -29,12 +29,21 @@ pub enum Error {
     InvalidShape(String),
     /// A buffer shorter than the matrix it is said to hold.
     BufferTooSmall {
-        /// "A", "B" or "C".
+        /// "A", "B", "C" or "bias".
         operand: &'static str,
         /// Elements the call needs.
         needed: usize,
         /// Elements the buffer holds.
         len: usize,
+    },
+    /// The call's bias and the buffer passed for it disagree: the op declares a bias
+    /// ([`GemmOp::bias`](crate::GemmOp::bias)) and no buffer was passed, a buffer was passed for
+    /// an op without one, or the buffer's element type is not the declared one.
+    Bias {
+        /// The bias type the op declares.
+        op: Option<hgemm_kernels::fused::BiasType>,
+        /// The element type of the buffer passed.
+        buffer: Option<hgemm_kernels::fused::BiasType>,
     },
     /// A leading dimension smaller than the row it must span.
     LeadingDimension {
@@ -101,6 +110,18 @@ impl fmt::Display for Error {
             Error::BufferTooSmall { operand, needed, len } => {
                 write!(f, "{operand} holds {len} elements but the shape needs {needed}")
             }
+            Error::Bias { op, buffer } => match (op, buffer) {
+                (Some(ty), None) => {
+                    write!(f, "the call declares a {ty:?} bias but no bias buffer was passed (use gemm_bias)")
+                }
+                (None, Some(ty)) => {
+                    write!(f, "a {ty:?} bias buffer was passed for a call that declares no bias (GemmOp::bias)")
+                }
+                (Some(op), Some(buffer)) => {
+                    write!(f, "the call declares a {op:?} bias but the bias buffer holds {buffer:?}")
+                }
+                (None, None) => write!(f, "bias: no mismatch"),
+            },
             Error::LeadingDimension { operand, ld, min } => {
                 write!(f, "leading dimension of {operand} is {ld}, smaller than the {min} elements of a row")
             }

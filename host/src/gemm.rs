@@ -8,13 +8,37 @@ use crate::op::GemmOp;
 use crate::plan::{self, LaunchShape};
 use crate::tuned::{self, Choice, PriceCache, TuneTable};
 use crate::workspace::Workspaces;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, DevicePtrMut, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
+use hgemm_kernels::fused::BiasType;
 use hgemm_kernels::spec::{Family, KernelSpec};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 mod utility;
+
+/// The element types a bias vector may have ([`Gemm::gemm_bias`]): bf16 and f32.
+pub trait BiasElement: cudarc::driver::DeviceRepr + sealed::Sealed {
+    /// The type as the kernels name it.
+    const TYPE: BiasType;
+}
+
+impl BiasElement for bf16 {
+    const TYPE: BiasType = BiasType::Bf16;
+}
+
+impl BiasElement for f32 {
+    const TYPE: BiasType = BiasType::F32;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for f32 {}
+}
+
+/// No bias buffer, for the calls without one (its type is never used).
+const NO_BIAS: Option<&CudaSlice<bf16>> = None;
 
 /// A checked and encoded call, from [`Gemm::prepare`].
 pub enum Prepared {
@@ -67,6 +91,9 @@ pub struct Gemm {
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
+    /// The baselines' separate epilogue kernels, loaded at their first use.
+    bias_act: OnceLock<CudaFunction>,
+    glu: OnceLock<CudaFunction>,
     #[cfg(feature = "hang-guard")]
     hang: HangGuard,
     module: Arc<CudaModule>,
@@ -144,6 +171,8 @@ impl Gemm {
             fill_random: load("hgemm_fill_random_bf16")?,
             fill_u16: load("hgemm_fill_u16")?,
             compare: load("hgemm_compare_bf16")?,
+            bias_act: OnceLock::new(),
+            glu: OnceLock::new(),
             #[cfg(feature = "hang-guard")]
             hang: HangGuard {
                 record: crate::hang::Record::install(&ctx, &module)?,
@@ -255,7 +284,54 @@ impl Gemm {
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        self.run(None, stream, op, a, b, c)
+        self.run(None, stream, op, a, b, NO_BIAS, c)
+    }
+
+    /// [`Gemm::gemm`] for a call with a bias (`op` declares its type, [`GemmOp::bias`]):
+    /// `C = act(alpha·A·B + bias) + beta·C` with `bias` over the GEMM's N columns (for a
+    /// [gated](GemmOp::gated) call all 2·I interleaved ones), and, with a
+    /// [`bias_stride`](GemmOp::bias_stride), one vector per batch entry. The bias's element type
+    /// must be the declared one and its buffer long enough ([`Error::Bias`],
+    /// [`Error::BufferTooSmall`]), 16-byte aligned ([`Error::Misaligned`]).
+    pub fn gemm_bias<A, B, E, V, C>(
+        &self,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        bias: &V,
+        c: &mut C,
+    ) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        E: BiasElement,
+        V: DevicePtr<E>,
+        C: DevicePtrMut<bf16>,
+    {
+        self.run(None, stream, op, a, b, Some(bias), c)
+    }
+
+    /// [`Gemm::gemm_bias`] with a pinned kernel ([`Gemm::gemm_with`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_bias_with<A, B, E, V, C>(
+        &self,
+        kernel: &KernelSpec,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        bias: &V,
+        c: &mut C,
+    ) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        E: BiasElement,
+        V: DevicePtr<E>,
+        C: DevicePtrMut<bf16>,
+    {
+        self.run(Some(kernel), stream, op, a, b, Some(bias), c)
     }
 
     /// [`Gemm::gemm`] with a pinned kernel; [`Error::Unsupported`] if it cannot compute `op`
@@ -274,7 +350,7 @@ impl Gemm {
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        self.run(Some(kernel), stream, op, a, b, c)
+        self.run(Some(kernel), stream, op, a, b, NO_BIAS, c)
     }
 
     /// The kernel `gemm` would run for `op` (`None` if no kernel of this family reads its layout).
@@ -333,28 +409,33 @@ impl Gemm {
         self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, choice)
     }
 
-    fn run<A, B, C>(
+    #[allow(clippy::too_many_arguments)]
+    fn run<A, B, E, V, C>(
         &self,
         kernel: Option<&KernelSpec>,
         stream: &CudaStream,
         op: &GemmOp,
         a: &A,
         b: &B,
+        bias: Option<&V>,
         c: &mut C,
     ) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
+        E: BiasElement,
+        V: DevicePtr<E>,
         C: DevicePtrMut<bf16>,
     {
-        if !op.validate(a.len(), b.len(), c.len())? {
+        if !op.validate_fused(a.len(), b.len(), bias.map(|v| (E::TYPE, v.len())), c.len())? {
             return Ok(());
         }
         // The guards record the buffers' use on `stream` when dropped: after the launch.
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
+        let bias = bias.map(|v| v.device_ptr(stream));
         let (pc, _gc) = c.device_ptr_mut(stream);
-        match self.prepare_raw(kernel, op, pa, pb, pc)? {
+        match self.prepare_raw(kernel, op, pa, pb, bias.as_ref().map(|(p, _)| (*p, E::TYPE)), pc)? {
             Prepared::Nothing => Ok(()),
             Prepared::Zero { ptr, len } => self.fill_raw(stream, ptr, len, 0),
             // SAFETY: prepared from the buffers validated above, alive until the guards drop.
@@ -379,13 +460,36 @@ impl Gemm {
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        if !op.validate(a.len(), b.len(), c.len())? {
+        self.prepare_bias(kernel, stream, op, a, b, NO_BIAS, c)
+    }
+
+    /// [`Gemm::prepare`] for a call with a bias ([`Gemm::gemm_bias`]), or without (`None`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_bias<A, B, E, V, C>(
+        &self,
+        kernel: Option<&KernelSpec>,
+        stream: &CudaStream,
+        op: &GemmOp,
+        a: &A,
+        b: &B,
+        bias: Option<&V>,
+        c: &mut C,
+    ) -> Result<Prepared>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+        E: BiasElement,
+        V: DevicePtr<E>,
+        C: DevicePtrMut<bf16>,
+    {
+        if !op.validate_fused(a.len(), b.len(), bias.map(|v| (E::TYPE, v.len())), c.len())? {
             return Ok(Prepared::Nothing);
         }
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
+        let bias = bias.map(|v| v.device_ptr(stream));
         let (pc, _gc) = c.device_ptr_mut(stream);
-        self.prepare_raw(kernel, op, pa, pb, pc)
+        self.prepare_raw(kernel, op, pa, pb, bias.as_ref().map(|(p, _)| (*p, E::TYPE)), pc)
     }
 
     /// Enqueue a [`Prepared`] call on `stream`.
@@ -446,7 +550,15 @@ impl Gemm {
         self.workspaces.bytes()
     }
 
-    fn prepare_raw(&self, kernel: Option<&KernelSpec>, op: &GemmOp, pa: u64, pb: u64, pc: u64) -> Result<Prepared> {
+    fn prepare_raw(
+        &self,
+        kernel: Option<&KernelSpec>,
+        op: &GemmOp,
+        pa: u64,
+        pb: u64,
+        bias: Option<(u64, BiasType)>,
+        pc: u64,
+    ) -> Result<Prepared> {
         // Encoding tensor maps needs a current context, which a thread that has not used this
         // one (a worker of a pool, say) does not have.
         self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
@@ -463,6 +575,15 @@ impl Gemm {
             None => {
                 let choice = self.choice_at(op, pc).ok_or_else(|| {
                     let (rop, _) = op.row_major_c();
+                    if op.fused() && !self.kernels().any(plan::fuses_epilogue) {
+                        return Error::Unsupported {
+                            kernel: "auto",
+                            reason: format!(
+                                "no {} kernel has a fused epilogue (bias, activation or gated units): Hopper's v7 entries fuse them",
+                                self.family.name()
+                            ),
+                        };
+                    }
                     Error::Unsupported {
                         kernel: "auto",
                         reason: format!(
@@ -490,7 +611,7 @@ impl Gemm {
         // With K = 0 the kernel reads neither A nor B: let their maps name C's memory, rounded
         // down to the 16 bytes TMA wants (never read, so C's own alignment is C's check).
         let (pa, pb) = if op.k == 0 { (pc & !15, pc & !15) } else { (pa, pb) };
-        let plan = plan::plan(spec, op, pa, pb, pc)?;
+        let plan = plan::plan_fused(spec, op, pa, pb, bias, pc)?;
         Ok(Prepared::Launch {
             kernel: spec,
             func: loaded.func.cu_function(),

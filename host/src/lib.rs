@@ -27,6 +27,45 @@
 //! # }
 //! ```
 //!
+//! # Fused epilogues
+//!
+//! A linear layer's bias and activation, and the gated units of current MLPs, run inside the
+//! GEMM's epilogue on Hopper's v7 entries (every one; Blackwell's refuse them with
+//! [`Error::Unsupported`]): each element is `y = act(alpha·(A·B)[i][j] + bias[j]) + beta·C[i][j]`
+//! in f32, rounded to bf16 once; beta is the residual add, after the activation. The op declares
+//! the epilogue ([`GemmOp::bias`], [`GemmOp::activation`], [`GemmOp::gated`]) and
+//! [`Gemm::gemm_bias`] takes the bias buffer (bf16 or f32); [`Gemm::gemm`] takes calls without
+//! a bias. A gated call reads one B whose N = 2·I columns are the gate and up projections
+//! interleaved in blocks of 8 ([`interleave_gate_up`] lays weights and biases out so, once) and
+//! writes the M×I output `act(gate)·up`: SwiGLU with [`Activation::Silu`], GeGLU with a GELU.
+//!
+//! ```no_run
+//! use cudarc::driver::CudaContext;
+//! use half::bf16;
+//! use hgemm::{Activation, BiasType, Gemm, GemmOp, Layout, interleave_gate_up};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let gemm = Gemm::new(CudaContext::new(0)?)?;
+//! let stream = gemm.context().default_stream();
+//! let (tokens, d, i) = (512, 4096, 14336);
+//! // nn.Linear weights, out×in row-major: B of the native call, column-major K×N.
+//! let (w_gate, w_up) = (vec![bf16::ZERO; i * d], vec![bf16::ZERO; i * d]);
+//! let w = stream.clone_htod(&interleave_gate_up(&w_gate, &w_up, Layout::ColMajor, i, d)?)?;
+//! let x = stream.alloc_zeros::<bf16>(tokens * d)?;
+//! let mut h = stream.alloc_zeros::<bf16>(tokens * i)?;
+//! // h = silu(x·W_gateᵀ) ⊙ (x·W_upᵀ): a GEMM with N = 2·I, writing I columns.
+//! let swiglu = GemmOp::new(tokens, 2 * i, d).activation(Activation::Silu).gated();
+//! gemm.gemm(&stream, &swiglu, &x, &w, &mut h)?;
+//! // y = gelu(x·Wᵀ + b) with an f32 bias.
+//! let (w1, b1) = (stream.alloc_zeros::<bf16>(i * d)?, stream.alloc_zeros::<f32>(i)?);
+//! let mut y = stream.alloc_zeros::<bf16>(tokens * i)?;
+//! let op = GemmOp::new(tokens, i, d).bias(BiasType::F32).activation(Activation::GeluTanh);
+//! gemm.gemm_bias(&stream, &op, &x, &w1, &b1, &mut y)?;
+//! stream.synchronize()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! `auto`'s choice of kernel is a price fitted to measurements on an H200; [`Gemm::tune`] times
 //! the kernels it weighs for a call's shape on the caller's own device and runs the fastest for
 //! later calls of that shape ([`tune`]; the choices save and load as text).
@@ -60,7 +99,8 @@
 //!
 //! 1. [`error`], [`device`], [`ptx`], [`hang`], [`tensor_map`]: errors, device properties, the
 //!    embedded kernels, hang reports, tensor-map parameters and their encoding.
-//! 2. [`op`]: the call, [`GemmOp`] and [`Layout`], and its checks. Plain data, no GPU.
+//! 2. [`op`]: the call, [`GemmOp`] and [`Layout`], and its checks; [`glu`]: the gated units'
+//!    weight layout. Plain data, no GPU.
 //! 3. [`plan`]: a call and a kernel's spec turned into tensor maps, arguments and a launch shape,
 //!    and the kernel's refusals. No GPU.
 //! 4. [`choose`]: `auto`'s price and rules. No GPU.
@@ -76,6 +116,7 @@ pub mod choose;
 pub mod device;
 pub mod error;
 pub mod gemm;
+pub mod glu;
 mod graph;
 pub mod hang;
 pub mod launch;
@@ -90,7 +131,9 @@ mod workspace;
 
 pub use device::DeviceInfo;
 pub use error::{Error, Result};
-pub use gemm::{Gemm, Prepared};
+pub use gemm::{BiasElement, Gemm, Prepared};
+pub use glu::interleave_gate_up;
+pub use hgemm_kernels::fused::{Activation, BiasType};
 pub use hgemm_kernels::ladder_of;
 pub use hgemm_kernels::spec::{Family, KernelSpec};
 pub use op::{GemmOp, Layout};

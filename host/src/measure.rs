@@ -91,7 +91,7 @@ pub fn lengths(op: &GemmOp) -> (usize, usize, usize) {
     (
         len(op.a_layout, op.m, op.k, op.lda, op.stride_a),
         len(op.b_layout, op.k, op.n, op.ldb, op.stride_b),
-        len(op.c_layout, op.m, op.n, op.ldc, op.stride_c),
+        len(op.c_layout, op.m, op.out_n(), op.ldc, op.stride_c),
     )
 }
 

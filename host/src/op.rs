@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use hgemm_kernels::args::GemmArgs;
+use hgemm_kernels::fused::{Activation, BiasType, Epilogue, GLU_BLOCK};
 use hgemm_kernels::spec::Major;
 
 /// Storage order of a matrix in memory.
@@ -80,6 +81,17 @@ pub struct GemmOp {
     /// until every worker has issued the one before, which needs the whole persistent grid
     /// resident at once; where other kernels hold SMs, a worker gives up waiting after 50 µs.
     pub stream_k: bool,
+    /// The type of the bias vector the call adds before its activation ([`GemmOp::bias`]), if
+    /// any; the buffer is passed to [`Gemm::gemm_bias`](crate::Gemm::gemm_bias).
+    pub bias: Option<BiasType>,
+    /// Elements between the bias vectors of consecutive batch entries; 0 (the default) shares one
+    /// vector across the batch.
+    pub bias_stride: usize,
+    /// The activation applied after alpha and the bias, before beta·C.
+    pub activation: Activation,
+    /// A gated call ([`GemmOp::gated`]): B's N columns are gate and up projections interleaved
+    /// in blocks of 8, and C has N/2 columns.
+    pub gated: bool,
 }
 
 impl GemmOp {
@@ -108,6 +120,10 @@ impl GemmOp {
             stride_b: n.saturating_mul(k),
             stride_c: m.saturating_mul(n),
             stream_k: true,
+            bias: None,
+            bias_stride: 0,
+            activation: Activation::Identity,
+            gated: false,
         }
     }
 
@@ -131,12 +147,12 @@ impl GemmOp {
         }
     }
 
-    /// C's storage order and leading dimension (C is M×N).
+    /// C's storage order and leading dimension (C is M×N; M×N/2 for a gated call).
     pub fn c(self, layout: Layout, ld: usize) -> GemmOp {
         GemmOp {
             c_layout: layout,
             ldc: ld,
-            stride_c: self.dense_stride(self.stride_c, layout, self.m, self.n, ld),
+            stride_c: self.dense_stride(self.stride_c, layout, self.m, self.out_n(), ld),
             ..self
         }
     }
@@ -154,6 +170,60 @@ impl GemmOp {
     /// Allow (the default) or forbid stream-K splitting (see [`GemmOp::stream_k`](GemmOp#structfield.stream_k)).
     pub fn stream_k(self, allow: bool) -> GemmOp {
         GemmOp { stream_k: allow, ..self }
+    }
+
+    /// Add a bias vector of type `ty` before the activation: `y = act(alpha·A·B + bias) + beta·C`,
+    /// computed in f32 with one rounding to bf16. The bias runs over the GEMM's N columns (for a
+    /// gated call over all N = 2·I interleaved ones); its buffer is passed to
+    /// [`Gemm::gemm_bias`](crate::Gemm::gemm_bias).
+    pub fn bias(self, ty: BiasType) -> GemmOp {
+        GemmOp { bias: Some(ty), ..self }
+    }
+
+    /// A batch whose entries each have their own bias vector, `stride` elements apart (0 shares
+    /// one vector, the default).
+    pub fn bias_stride(self, stride: usize) -> GemmOp {
+        GemmOp { bias_stride: stride, ..self }
+    }
+
+    /// Apply `act` to each element after alpha and the bias, before beta·C (beta is the
+    /// residual add; cuBLASLt adds beta·C before its activation: the two agree where beta is 0).
+    pub fn activation(self, act: Activation) -> GemmOp {
+        GemmOp { activation: act, ..self }
+    }
+
+    /// A gated linear unit: B's N = 2·I columns are the gate and up projections interleaved in
+    /// blocks of 8 columns ([`interleave_gate_up`](crate::interleave_gate_up) builds that
+    /// layout), and the call writes the M×I output `act(gate)·up` (with alpha and the bias
+    /// applied to both; SwiGLU with [`Activation::Silu`], GeGLU with a GELU). C then has N/2
+    /// columns: its leading dimension and batch stride are set with [`GemmOp::c`] and
+    /// [`GemmOp::batched`] after this call, or given explicitly. N must be a multiple of 16.
+    pub fn gated(self) -> GemmOp {
+        let op = GemmOp { gated: true, ..self };
+        let (rows, cols) = (op.m, op.out_n());
+        let ldc = if op.c_layout == Layout::RowMajor { cols } else { rows };
+        GemmOp { ldc, stride_c: op.dense_stride(op.stride_c, op.c_layout, rows, cols, ldc), ..op }
+    }
+
+    /// Columns of C: N, or N/2 for a gated call.
+    pub fn out_n(&self) -> usize {
+        if self.gated { self.n / 2 } else { self.n }
+    }
+
+    /// The fused epilogue as the kernels take it (without [`Epilogue::along_m`], which the plan
+    /// sets for entries that compute Cᵀ).
+    pub fn epilogue(&self) -> Epilogue {
+        let e = Epilogue::NONE.with_activation(self.activation);
+        let e = match self.bias {
+            Some(ty) => e.with_bias(ty),
+            None => e,
+        };
+        if self.gated { e.gated() } else { e }
+    }
+
+    /// Whether the call has a fused epilogue (a bias, an activation or gating) beyond alpha and beta.
+    pub fn fused(&self) -> bool {
+        !self.epilogue().is_none()
     }
 
     /// `count` GEMMs whose operands are `stride_a`, `stride_b`, `stride_c` elements apart. The
@@ -231,7 +301,8 @@ impl GemmOp {
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(false);
         }
-        let c = Self::needed("C", self.c_layout, self.m, self.n, self.ldc, self.batch, self.stride_c)?;
+        self.validate_epilogue()?;
+        let c = Self::needed("C", self.c_layout, self.m, self.out_n(), self.ldc, self.batch, self.stride_c)?;
         let c_one = c - (self.batch - 1) * self.stride_c;
         if self.batch > 1 && self.stride_c < c_one {
             return Err(Error::InvalidShape(format!(
@@ -253,6 +324,66 @@ impl GemmOp {
             }
         }
         Ok(true)
+    }
+
+    /// The fused epilogue's checks that need no buffer: a gated call's N.
+    fn validate_epilogue(&self) -> Result<()> {
+        let block = 2 * GLU_BLOCK as usize;
+        if self.gated && !self.n.is_multiple_of(block) {
+            return Err(Error::InvalidShape(format!(
+                "gated call with N = {}: N holds gate and up columns interleaved in blocks of {GLU_BLOCK}, so it must be a multiple of {block}",
+                self.n
+            )));
+        }
+        // The kernels may load each batch entry's bias for 8 columns with one 16-byte load.
+        let per_16_bytes = match self.bias {
+            Some(BiasType::Bf16) => 8,
+            Some(BiasType::F32) => 4,
+            None => 1,
+        };
+        if !self.bias_stride.is_multiple_of(per_16_bytes) {
+            return Err(Error::InvalidShape(format!(
+                "bias_stride = {} is not a multiple of {per_16_bytes} elements: each batch entry's bias must start 16-byte aligned",
+                self.bias_stride
+            )));
+        }
+        Ok(())
+    }
+
+    /// Elements the bias buffer must hold: N (the GEMM's, 2·I for a gated call), and with a
+    /// [`bias_stride`](GemmOp::bias_stride), every batch entry's vector.
+    pub fn bias_len(&self) -> Result<usize> {
+        (self.batch.max(1) - 1).checked_mul(self.bias_stride).and_then(|x| x.checked_add(self.n)).ok_or_else(|| {
+            Error::InvalidShape(format!(
+                "the bias spans more than 2^64 elements ({} vectors {} apart)",
+                self.batch, self.bias_stride
+            ))
+        })
+    }
+
+    /// [`validate`](Self::validate) with the bias buffer given (its type and length) or not:
+    /// every check of [`validate`](Self::validate), then the bias's presence, type and length.
+    pub fn validate_fused(
+        &self,
+        len_a: usize,
+        len_b: usize,
+        bias: Option<(BiasType, usize)>,
+        len_c: usize,
+    ) -> Result<bool> {
+        let work = self.validate(len_a, len_b, len_c)?;
+        let given = bias.map(|(ty, _)| ty);
+        if self.bias != given {
+            return Err(Error::Bias { op: self.bias, buffer: given });
+        }
+        if let Some((_, len)) = bias
+            && work
+        {
+            let needed = self.bias_len()?;
+            if len < needed {
+                return Err(Error::BufferTooSmall { operand: "bias", needed, len });
+            }
+        }
+        Ok(work)
     }
 
     /// [`validate`](Self::validate)'s checks of the call itself, for buffers of any length: what
@@ -304,12 +435,14 @@ impl GemmOp {
             && self.alpha == 1.0
             && self.beta == 0.0
             && self.batch == 1
+            && !self.fused()
     }
 
-    /// Whether the kernels store this call's C with v6's epilogue (alpha = 1, beta = 0), the one
-    /// that shifts a trimmed tile's last staging box (`KernelSpec::shifted_last_box`).
+    /// Whether the kernels store this call's C with v6's epilogue (alpha = 1, beta = 0, nothing
+    /// fused), the one that shifts a trimmed tile's last staging box
+    /// (`KernelSpec::shifted_last_box`).
     pub fn plain_epilogue(&self) -> bool {
-        self.alpha == 1.0 && self.beta == 0.0
+        self.alpha == 1.0 && self.beta == 0.0 && !self.fused()
     }
 
     /// A-operand order as the kernels see it (A is M×K: row-major is K-major).
@@ -449,5 +582,75 @@ mod tests {
         assert_eq!((t.a_layout, t.lda), (Layout::ColMajor, 64));
         assert_eq!((t.b_layout, t.ldb), (Layout::ColMajor, 40));
         assert_eq!((t.c_layout, t.ldc), (Layout::RowMajor, 104));
+    }
+
+    #[test]
+    fn fused_epilogue_checks() {
+        let (m, n, k) = (64, 256, 64);
+        let op = GemmOp::new(m, n, k).bias(BiasType::F32).activation(Activation::Relu);
+        assert!(op.fused() && !op.is_native() && !op.plain_epilogue());
+        let lens = (m * k, n * k, m * n);
+        let check = |op: &GemmOp, bias| op.validate_fused(lens.0, lens.1, bias, lens.2);
+        assert_eq!(check(&op, Some((BiasType::F32, n))), Ok(true));
+        // Declared and passed must agree: present, absent, type.
+        assert_eq!(check(&op, None), Err(Error::Bias { op: Some(BiasType::F32), buffer: None }));
+        let plain = GemmOp::new(m, n, k);
+        assert_eq!(
+            check(&plain, Some((BiasType::Bf16, n))),
+            Err(Error::Bias { op: None, buffer: Some(BiasType::Bf16) })
+        );
+        assert_eq!(
+            check(&op, Some((BiasType::Bf16, n))),
+            Err(Error::Bias { op: Some(BiasType::F32), buffer: Some(BiasType::Bf16) })
+        );
+        assert_eq!(
+            check(&op, Some((BiasType::F32, n - 1))),
+            Err(Error::BufferTooSmall { operand: "bias", needed: n, len: n - 1 })
+        );
+        // An activation alone needs no buffer.
+        assert_eq!(check(&plain.activation(Activation::Silu), None), Ok(true));
+        // Per-entry vectors: (batch - 1)·stride + N; the stride keeps each 16-byte aligned.
+        let b = GemmOp::new(m, n, k).bias(BiasType::Bf16).batched(3, m * k, n * k, m * n).bias_stride(264);
+        assert_eq!(b.bias_len(), Ok(2 * 264 + n));
+        assert_eq!(
+            b.validate_fused(3 * m * k, 3 * n * k, Some((BiasType::Bf16, 2 * 264 + n - 1)), 3 * m * n),
+            Err(Error::BufferTooSmall { operand: "bias", needed: 2 * 264 + n, len: 2 * 264 + n - 1 })
+        );
+        assert!(
+            matches!(b.bias_stride(260).validate_shape(), Err(Error::InvalidShape(s)) if s.contains("bias_stride"))
+        );
+        assert!(b.bias(BiasType::F32).bias_stride(260).validate_shape().is_ok());
+    }
+
+    #[test]
+    fn gated_calls_write_half_the_columns() {
+        let op = GemmOp::new(100, 512, 64).activation(Activation::Silu).gated();
+        assert_eq!((op.out_n(), op.ldc, op.stride_c), (256, 256, 100 * 256));
+        assert!(op.epilogue().is_gated());
+        // C holds M×N/2: one element fewer fails, N/2 rows' worth is enough.
+        assert_eq!(op.validate(100 * 64, 512 * 64, 100 * 256), Ok(true));
+        assert_eq!(
+            op.validate(100 * 64, 512 * 64, 100 * 256 - 1),
+            Err(Error::BufferTooSmall { operand: "C", needed: 100 * 256, len: 100 * 256 - 1 })
+        );
+        // A leading dimension set for the GEMM's N is wider than needed; one below N/2 is refused.
+        assert_eq!(
+            op.c(Layout::RowMajor, 200).validate_shape(),
+            Err(Error::LeadingDimension { operand: "C", ld: 200, min: 256 })
+        );
+        assert_eq!(op.c(Layout::ColMajor, 100).stride_c, 256 * 100);
+        // N must hold whole blocks of 8 gate and 8 up columns.
+        for n in [24, 516, 7] {
+            assert!(
+                matches!(GemmOp::new(64, n, 64).gated().validate_shape(), Err(Error::InvalidShape(s)) if s.contains("multiple of 16")),
+                "N {n}"
+            );
+        }
+        // The packed epilogue: activation, bias, gating; along M only from the plan.
+        let e = GemmOp::new(64, 64, 64).bias(BiasType::Bf16).activation(Activation::GeluErf).gated().epilogue();
+        assert_eq!(
+            (e.activation(), e.bias(), e.is_gated(), e.is_along_m()),
+            (Activation::GeluErf, Some(BiasType::Bf16), true, false)
+        );
     }
 }

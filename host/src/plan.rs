@@ -6,8 +6,9 @@ use crate::error::{Error, Result};
 use crate::op::{GemmOp, Layout};
 use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
+use hgemm_kernels::fused::BiasType;
 use hgemm_kernels::sched::{StreamK, Workspace};
-use hgemm_kernels::spec::{Grid, KernelSpec};
+use hgemm_kernels::spec::{Family, Grid, KernelSpec};
 use hgemm_kernels::staging::tma_strides_fit;
 
 /// Grid, block, cluster and shared memory of one launch.
@@ -111,6 +112,8 @@ pub(crate) enum Refusal {
     /// More than one column of tiles (the kernel's N) for an entry that takes one.
     ColumnsOfTiles(usize),
     NotNative,
+    /// A fused epilogue (bias, activation, gating) for an entry without one.
+    Epilogue,
     Orders,
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
@@ -130,6 +133,8 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::ColMajorC { m: op.m, ldc: op.ldc, stride_c: (op.batch > 1).then_some(op.stride_c) })
     } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
         Some(Refusal::ColumnsOfTiles(op.n))
+    } else if op.fused() && !fuses_epilogue(spec) {
+        Some(Refusal::Epilogue)
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -157,11 +162,44 @@ impl Refusal {
                 "it computes only C = A·Bᵀ on dense row-major operands with alpha = 1, beta = 0 and one GEMM"
                     .to_string()
             }
+            Refusal::Epilogue => format!(
+                "it has no fused epilogue (bias, activation or gated units; {} v{} lacks it): Hopper's v7 entries fuse them",
+                spec.family.name(),
+                spec.version
+            ),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
             }
         }
+    }
+}
+
+/// Whether `spec` applies a fused epilogue (bias, activation, gating: [`GemmArgs::epilogue`]):
+/// Hopper's v7 entries. Blackwell's v7 does not read it yet, and the ladders compute only the
+/// native problem.
+pub const fn fuses_epilogue(spec: &KernelSpec) -> bool {
+    matches!(spec.family, Family::Hopper) && spec.version == 7
+}
+
+/// Bytes a bias vector's address (and each batch entry's, [`GemmOp::bias_stride`]) must be
+/// aligned to: the kernels may load a block of 8 columns' bias with one vector load.
+pub const BIAS_ALIGN: u64 = 16;
+
+/// C as the kernel writes it, in memory: (rows, the contiguous dimension's length) of the
+/// output, in the kernel's form of the call. A gated call's output is half as wide along the
+/// dimension its gating runs (the kernel's N, or its M for an entry computing Cᵀ, `along_m`).
+/// C's tensor map and TMA-store columns follow this output, not the GEMM's M×N: the one place
+/// that decides what the kernel's C map describes for gated calls.
+fn c_extent(op: &GemmOp, along_m: bool) -> (u64, u64) {
+    let (m, n) = match (op.gated, along_m) {
+        (false, _) => (op.m, op.n),
+        (true, false) => (op.m, op.n / 2),
+        (true, true) => (op.m / 2, op.n),
+    };
+    match op.c_layout {
+        Layout::RowMajor => (m as u64, n as u64),
+        Layout::ColMajor => (n as u64, m as u64),
     }
 }
 
@@ -181,9 +219,30 @@ pub(crate) fn kernel_accepts(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
 }
 
 /// Tensor maps and arguments for `spec` computing `op` (already validated) on buffers at `a`,
-/// `b`, `c`: in the kernel's form ([`for_kernel`]), so A's maps may describe the caller's B.
+/// `b`, `c`: in the kernel's form ([`for_kernel`]), so A's maps may describe the caller's B. A
+/// call with a bias goes through [`plan_fused`].
 pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Plan> {
+    plan_fused(spec, op, a, b, None, c)
+}
+
+/// [`plan`] with the bias vector's device address and type, where `op` declares a bias
+/// ([`GemmOp::bias`]); its length is the caller's check ([`GemmOp::validate_fused`]).
+pub fn plan_fused(
+    spec: &KernelSpec,
+    op: &GemmOp,
+    a: u64,
+    b: u64,
+    bias: Option<(u64, BiasType)>,
+    c: u64,
+) -> Result<Plan> {
     supports(spec, op)?;
+    if op.bias != bias.map(|(_, ty)| ty) {
+        return Err(Error::Bias { op: op.bias, buffer: bias.map(|(_, ty)| ty) });
+    }
+    let bias = bias.map_or(0, |(address, _)| address);
+    if !bias.is_multiple_of(BIAS_ALIGN) {
+        return Err(Error::Misaligned { operand: "bias", address: bias, align: BIAS_ALIGN });
+    }
     let (op, swapped) = for_kernel(spec, op);
     let op = &op;
     // Errors name the operands as the caller knows them.
@@ -204,17 +263,20 @@ pub fn plan(spec: &KernelSpec, op: &GemmOp, a: u64, b: u64, c: u64) -> Result<Pl
     };
     let map_a = |tile| operand(name_a, a, op.a_layout == Layout::RowMajor, m, op.lda, op.stride_a, tile);
     let map_b = |tile| operand(name_b, b, op.b_layout == Layout::ColMajor, n, op.ldb, op.stride_b, tile);
-    // C in memory: rows of its contiguous dimension (N, or M for a column-major C).
-    let (c_rows, c_len) = match op.c_layout {
-        Layout::RowMajor => (m, n),
-        Layout::ColMajor => (n, m),
-    };
+    // C in memory: rows of its contiguous dimension (N, or M for a column-major C), of the
+    // output (half the GEMM's along the gating for a gated call).
+    let (c_rows, c_len) = c_extent(op, swapped);
+    // An entry computing Cᵀ meets the bias and the gate/up blocks along its M.
+    let epilogue = if swapped { op.epilogue().along_m() } else { op.epilogue() };
     let args = GemmArgs {
         c,
         ldc: op.ldc as u64,
         stride_c: op.stride_c as u64,
         alpha: op.alpha,
         beta: op.beta,
+        epilogue,
+        bias,
+        bias_stride: op.bias_stride as u64,
         ..op.shape_args()
     };
     // TMA stores whole 16-byte chunks: the map stops at the last one that lies inside C's rows
@@ -537,5 +599,67 @@ mod tests {
         }
         // v7's unit is 512×256: 16 × 32 units at 8192², more than a wave of 74 pairs.
         assert_eq!(blackwell::v7::SPEC.scheduler(8192, 8192).num_tiles(), 16 * 32);
+    }
+
+    #[test]
+    fn fused_epilogues_reach_the_arguments() {
+        use hgemm_kernels::fused::{Activation, BiasType};
+        let v7 = &hopper::v7::SPEC;
+        let op = GemmOp::new(300, 512, 64).bias(BiasType::F32).activation(Activation::GeluTanh).bias_stride(0);
+        let p = plan_fused(v7, &op, 0x1000, 0x2000, Some((0x4000, BiasType::F32)), 0x3000).unwrap();
+        assert_eq!((p.args.epilogue, p.args.bias, p.args.bias_stride), (op.epilogue(), 0x4000, 0));
+        // The bias as declared, aligned; none without a buffer.
+        assert_eq!(
+            plan_fused(v7, &op, 0x1000, 0x2000, Some((0x4008, BiasType::F32)), 0x3000),
+            Err(Error::Misaligned { operand: "bias", address: 0x4008, align: 16 })
+        );
+        assert_eq!(plan(v7, &op, 0x1000, 0x2000, 0x3000), Err(Error::Bias { op: Some(BiasType::F32), buffer: None }));
+        // An activation alone plans without a bias.
+        let relu = GemmOp::new(300, 512, 64).activation(Activation::Relu);
+        assert_eq!(plan(v7, &relu, 0x1000, 0x2000, 0x3000).unwrap().args.epilogue, relu.epilogue());
+        // No ladder entry and no Blackwell entry fuses an epilogue; each says so.
+        assert!(matches!(supports(&hopper::v6::SPEC, &relu), Err(Error::Unsupported { .. })));
+        let bw = &hgemm_kernels::blackwell::v7::SPEC;
+        assert!(
+            matches!(supports(bw, &relu), Err(Error::Unsupported { reason, .. }) if reason.contains("no fused epilogue")),
+            "{:?}",
+            supports(bw, &relu)
+        );
+        // Every Hopper v7 entry takes what it takes with the epilogue that scales (entries that
+        // shift their last staging box take one column of tiles then).
+        for spec in hopper::v7::VARIANTS.iter().chain([v7]) {
+            assert!(fuses_epilogue(spec), "{}", spec.name);
+            let scaled = GemmOp::new(300, 512, 64).beta(1.0);
+            assert_eq!(supports(spec, &relu).is_ok(), supports(spec, &scaled).is_ok(), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn gated_calls_map_the_output_and_entries_computing_c_transposed_gate_along_m() {
+        use hgemm_kernels::fused::Activation;
+        let v7 = &hopper::v7::SPEC;
+        // 300 rows, N = 512 interleaved columns: C has 256 columns, and its map 256.
+        let op = GemmOp::new(300, 512, 64).activation(Activation::Silu).gated();
+        let p = plan(v7, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!((p.args.n, p.args.ldc, p.maps[2].dims[0], p.maps[2].dims[1]), (512, 256, 256, 300));
+        assert!(p.args.epilogue.is_gated() && !p.args.epilogue.is_along_m());
+        // Padded C: TMA columns follow the output's width, 304 (not the GEMM's 608).
+        let op = GemmOp::new(64, 608, 64).gated().c(Layout::RowMajor, 312);
+        let p = plan(v7, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!((p.args.tma_store_columns(304), p.maps[2].dims[0]), (304, 304));
+        // An entry writing C column-major computes Cᵀ = B·Aᵀ: its M is the caller's N, along
+        // which the gate/up blocks (and the bias) run; C in memory is still 160 rows of 4096.
+        let cm = hopper::v7::VARIANTS.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
+        let op = GemmOp::new(160, 8192, 64).activation(Activation::Silu).gated();
+        let p = plan(cm, &op, 0x1000, 0x2000, 0x3000).unwrap();
+        assert_eq!((p.args.m, p.args.n), (8192, 160));
+        assert!(p.args.epilogue.is_gated() && p.args.epilogue.is_along_m());
+        assert_eq!(p.maps[2].dims[..2], [4096, 160]);
+        // Not gated, the same swap marks the bias as running along M.
+        let op = GemmOp::new(160, 8192, 64).bias(hgemm_kernels::fused::BiasType::Bf16);
+        let p =
+            plan_fused(cm, &op, 0x1000, 0x2000, Some((0x5000, hgemm_kernels::fused::BiasType::Bf16)), 0x3000).unwrap();
+        assert!(p.args.epilogue.is_along_m() && !p.args.epilogue.is_gated());
+        assert_eq!(p.maps[2].dims[..2], [8192, 160]);
     }
 }

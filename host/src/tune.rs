@@ -162,6 +162,9 @@ impl Gemm {
 
 /// Time `op`'s candidates on `gemm`'s device (see [`Gemm::tune_with`](crate::Gemm::tune_with)).
 pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
+    // Timed without its bias (tuning has no bias buffer of the caller's; one vector read per
+    // tile is no part of the choice, which `TuneKey` keys without it); activation and gating stay.
+    let op = &GemmOp { bias: None, bias_stride: 0, ..*op };
     // The shape's own checks, before any buffer is sized: the buffers are tuning's own, made to fit.
     if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!("nothing to tune: M = {}, N = {}, batch = {}", op.m, op.n, op.batch)));

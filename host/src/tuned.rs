@@ -156,9 +156,10 @@ pub(crate) struct PriceCache(RwLock<HashMap<PriceKey, Option<Choice>>>);
 /// whether entries that write C column-major can write its C.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct PriceKey {
-    sizes: [usize; 10],
+    sizes: [usize; 11],
     layouts: [Layout; 3],
     scales: [u32; 2],
+    epilogue: u32,
     stream_k: bool,
     col_major_writable: bool,
 }
@@ -183,11 +184,16 @@ impl PriceKey {
             stride_b,
             stride_c,
             stream_k,
+            bias: _,
+            bias_stride,
+            activation: _,
+            gated: _,
         } = *op;
         PriceKey {
-            sizes: [m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c],
+            sizes: [m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c, bias_stride],
             layouts: [a_layout, b_layout, c_layout],
             scales: [alpha.to_bits(), beta.to_bits()],
+            epilogue: op.epilogue().0,
             stream_k,
             col_major_writable,
         }

@@ -2,7 +2,7 @@
 
 use crate::{Error, Result, drv};
 use cudarc::cublas::{CudaBlas, Gemm as _, GemmConfig, result as blas_result, sys as blas_sys};
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use hgemm::{GemmOp, Layout};
 use std::sync::Arc;
@@ -57,18 +57,60 @@ impl Cublas {
     /// The same computation as [`Gemm::gemm`](hgemm::Gemm::gemm) with `op`, by `cublasGemmStridedBatchedEx` (f32
     /// compute, f32 alpha and beta). cuBLAS is column-major: a row-major C is computed as
     /// Cᵀ = Bᵀ·Aᵀ, and each operand is transposed when its storage order disagrees.
+    /// `op`'s fused epilogue (bias, activation, gating) is not cuBLAS's: refused here, see
+    /// [`Cublas::products`].
     pub fn gemm<A, B, C>(&self, op: &GemmOp, a: &A, b: &B, c: &mut C) -> Result<()>
     where
         A: DevicePtr<bf16>,
         B: DevicePtr<bf16>,
         C: DevicePtrMut<bf16>,
     {
-        use blas_sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        if op.fused() {
+            return Err(Error::Cublas(format!("cuBLAS computes no fused epilogue ({:?})", op.epilogue())));
+        }
         self.bind()?;
         let stream = &self.stream;
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
         let (pc, _gc) = c.device_ptr_mut(stream);
+        self.gemm_ex(op, pa, pb, pc, blas_sys::cudaDataType_t::CUDA_R_16BF)
+    }
+
+    /// `alpha·A·B` of `op`'s GEMM (all N columns of a gated call, no bias, activation or beta)
+    /// into `products` in f32, dense M×N row-major per batch entry, entries M·N apart: the
+    /// accumulators a fused epilogue starts from, unrounded, for references of large calls.
+    pub fn products<A, B>(&self, op: &GemmOp, a: &A, b: &B, products: &mut CudaSlice<f32>) -> Result<()>
+    where
+        A: DevicePtr<bf16>,
+        B: DevicePtr<bf16>,
+    {
+        let (m, n) = (op.m, op.n);
+        let dense = GemmOp::new(m, n, op.k).a(op.a_layout, op.lda).b(op.b_layout, op.ldb).alpha(op.alpha).batched(
+            op.batch,
+            op.stride_a,
+            op.stride_b,
+            m * n,
+        );
+        if products.len() < m * n * op.batch {
+            return Err(hgemm::Error::BufferTooSmall {
+                operand: "products",
+                needed: m * n * op.batch,
+                len: products.len(),
+            }
+            .into());
+        }
+        self.bind()?;
+        let stream = &self.stream;
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (pc, _gc) = products.device_ptr_mut(stream);
+        self.gemm_ex(&dense, pa, pb, pc, blas_sys::cudaDataType_t::CUDA_R_32F)
+    }
+
+    /// `cublasGemmStridedBatchedEx` for `op` (its epilogue aside) on device addresses, C of
+    /// element type `c_type`.
+    fn gemm_ex(&self, op: &GemmOp, pa: u64, pb: u64, pc: u64, c_type: blas_sys::cudaDataType_t) -> Result<()> {
+        use blas_sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
         let op_of = |layout: Layout, natural: Layout| if layout == natural { N } else { T };
         // (first, second, m, n) in cuBLAS's column-major terms.
         let (x, tx, ldx, sx, y, ty, ldy, sy, mm, nn) = match op.c_layout {
@@ -118,7 +160,7 @@ impl Cublas {
                 sy as i64,
                 &beta as *const f32 as *const _,
                 pc as *mut _,
-                blas_sys::cudaDataType_t::CUDA_R_16BF,
+                c_type,
                 op.ldc as i32,
                 op.stride_c as i64,
                 op.batch as i32,
@@ -127,5 +169,65 @@ impl Cublas {
             )
         }
         .map_err(|e| Error::Cublas(format!("{e:?}")))
+    }
+}
+
+/// cuBLASLt with its bias + activation epilogues (`CUBLASLT_EPILOGUE_RELU_BIAS`,
+/// `GELU_BIAS`, GELU in its tanh form), the baseline a fused GEMM + bias + activation is
+/// measured against. Its bias has the operands' type, bf16.
+pub struct CublasLt {
+    lt: cudarc::cublaslt::CudaBlasLT,
+    stream: Arc<CudaStream>,
+}
+
+impl CublasLt {
+    /// A cuBLASLt handle (and its workspace) working on `stream`.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<CublasLt> {
+        stream.context().bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+        Ok(CublasLt {
+            lt: cudarc::cublaslt::CudaBlasLT::new(stream.clone()).map_err(|e| Error::Cublas(format!("{e:?}")))?,
+            stream: stream.clone(),
+        })
+    }
+
+    /// Y (M×N, row-major, dense) = act(A·Bᵀ + bias) for A (M×K) and B (N×K) row-major, dense;
+    /// `relu` picks ReLU, else GELU (tanh form). In cuBLASLt's column-major terms that is
+    /// Yᵀ (N×M) = Bᵀ·A with B transposed, and the bias runs over Yᵀ's rows, the N columns of Y.
+    #[allow(clippy::too_many_arguments)]
+    pub fn matmul_bias_act(
+        &self,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        bias: &CudaSlice<bf16>,
+        y: &mut CudaSlice<bf16>,
+        (m, n, k): (usize, usize, usize),
+        relu: bool,
+    ) -> Result<()> {
+        use cudarc::cublaslt::{Activation, Matmul, MatmulConfig};
+        if a.len() < m * k || b.len() < n * k || y.len() < m * n || bias.len() < n {
+            return Err(Error::Cublas(format!("cuBLASLt {m}x{n}x{k}: buffers too short")));
+        }
+        let cfg = MatmulConfig {
+            transa: true,
+            transb: false,
+            transc: false,
+            m: n as u64,
+            n: m as u64,
+            k: k as u64,
+            alpha: 1.0,
+            lda: k as i64,
+            ldb: k as i64,
+            beta: 0.0,
+            ldc: n as i64,
+            stride_a: None,
+            stride_b: None,
+            stride_c: None,
+            stride_bias: None,
+            batch_size: None,
+        };
+        let act = if relu { Activation::Relu } else { Activation::Gelu };
+        self.stream.context().bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+        // SAFETY: the buffers hold M×K, N×K, M×N and N elements, checked above.
+        unsafe { self.lt.matmul(cfg, b, a, y, Some(bias), Some(&act)) }.map_err(|e| Error::Cublas(format!("{e:?}")))
     }
 }

@@ -12,19 +12,27 @@ mod cases;
 mod cublas;
 pub mod draw;
 mod error;
+mod fused;
 mod general;
 mod reference;
 mod verify;
 
 pub use cases::*;
-pub use cublas::Cublas;
+pub use cublas::{Cublas, CublasLt};
 pub use error::{Error, Result};
+pub use fused::{
+    ACTIVATIONS, BiasBuffers, FUSED_ENTRY_SHAPES, FusedCase, FusedCheck, check_fused, fused_entry_cases,
+    fused_general_cases,
+};
 pub use general::{GeneralCase, OpCheck, check_op, general_cases};
 pub use hgemm::measure::{
     BufferComparison, Ceiling, InputSets, POISON, TOLERANCE, compare_into, compare_on_device, comparison_slots, fill,
     fill_random, input_sets, lengths, macs, median, random, read_comparisons, rotation_sets, sample_calls, time_median,
 };
-pub use reference::{Comparison, compare, compare_host, cpu_reference_general};
+pub use reference::{
+    Comparison, activation_f64, compare, compare_host, cpu_reference_fused, cpu_reference_general, gate_column,
+    reference_from_products,
+};
 pub use verify::{
     CPU_CHECK_MAX_MACS, Case, ODD_N_SHAPE, Rejection, VERIFY_SHAPES, check, check_rejections, verify_kernel,
     verify_shapes,

@@ -2,14 +2,44 @@
 
 use crate::{BufferComparison, Result, TOLERANCE};
 use half::bf16;
-use hgemm::{GemmOp, Layout};
+use hgemm::{Activation, GemmOp, Layout};
+
+/// `act(x)` in f64: the activations of [`Activation`] as their formulas define them.
+pub fn activation_f64(act: Activation, x: f64) -> f64 {
+    match act {
+        Activation::Identity => x,
+        Activation::Relu => x.max(0.0),
+        Activation::GeluTanh => {
+            0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+        }
+        Activation::GeluErf => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        Activation::Silu => x / (1.0 + (-x).exp()),
+    }
+}
+
+/// The GEMM's column of a gated call's output column `j`: its gate column (the up column is 8
+/// further), the gate and up projections interleaved in blocks of 8.
+pub fn gate_column(j: usize) -> usize {
+    let block = hgemm_kernels::fused::GLU_BLOCK as usize;
+    2 * block * (j / block) + j % block
+}
 
 /// The whole C buffer after `op`, in f64 on the CPU: `c` is its content before the call
 /// (padding and, with beta ≠ 0, the old values). The buffers are checked as `gemm` checks them
 /// ([`GemmOp::validate`]): too short a buffer is an error, not a panic.
 pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) -> Result<Vec<f64>> {
+    cpu_reference_fused(op, a, b, None, c)
+}
+
+/// [`cpu_reference_general`] with `op`'s fused epilogue: each output element is
+/// `act(alpha·(A·B)[i][j] + bias[j]) + beta·C[i][j]`, or for a gated call
+/// `act(g)·u + beta·C[i][j]` with `g`, `u` the gate and up columns' pre-activations (alpha and
+/// bias applied to each). `bias` holds the bias's values (converted from its bf16 or f32),
+/// checked as [`Gemm::gemm_bias`](hgemm::Gemm::gemm_bias) checks its buffer.
+pub fn cpu_reference_fused(op: &GemmOp, a: &[bf16], b: &[bf16], bias: Option<&[f64]>, c: &[bf16]) -> Result<Vec<f64>> {
     let mut out: Vec<f64> = c.iter().map(|x| x.to_f64()).collect();
-    if !op.validate(a.len(), b.len(), c.len())? {
+    // The declared type stands in for the buffer's: the values are given as f64.
+    if !op.validate_fused(a.len(), b.len(), bias.and(op.bias).zip(bias.map(<[f64]>::len)), c.len())? {
         return Ok(out);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(op.m.max(1));
@@ -23,7 +53,7 @@ pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) ->
         };
         // A·B row by row, the rows split over the host's cores.
         let rows_per = op.m.div_ceil(threads);
-        let ab: Vec<Vec<f64>> = std::thread::scope(|s| {
+        let ab: Vec<f64> = std::thread::scope(|s| {
             let parts: Vec<_> = (0..threads)
                 .map(|t| {
                     s.spawn(move || {
@@ -35,15 +65,58 @@ pub fn cpu_reference_general(op: &GemmOp, a: &[bf16], b: &[bf16], c: &[bf16]) ->
                     })
                 })
                 .collect();
-            parts.into_iter().map(|p| p.join().expect("reference thread")).collect()
+            parts.into_iter().flat_map(|p| p.join().expect("reference thread")).collect()
         });
-        for (idx, v) in ab.into_iter().flatten().enumerate() {
-            let (i, j) = (idx / op.n, idx % op.n);
-            let at_c = z * op.stride_c + if op.c_layout == Layout::RowMajor { i * op.ldc + j } else { j * op.ldc + i };
-            out[at_c] = op.alpha as f64 * v + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
-        }
+        apply_epilogue(op, z, &ab, bias, &mut out);
     }
     Ok(out)
+}
+
+/// The whole C buffer after `op` from its products `alpha·A·B` computed elsewhere (cuBLAS into
+/// f32, dense M×N row-major per batch entry, entries M·N apart), with the epilogue in f64:
+/// the reference for calls too large for the CPU's product.
+pub fn reference_from_products(op: &GemmOp, products: &[f32], bias: Option<&[f64]>, c: &[bf16]) -> Result<Vec<f64>> {
+    let mut out: Vec<f64> = c.iter().map(|x| x.to_f64()).collect();
+    if !op.validate_fused(usize::MAX, usize::MAX, bias.and(op.bias).zip(bias.map(<[f64]>::len)), c.len())? {
+        return Ok(out);
+    }
+    let entry = op.m * op.n;
+    if products.len() < entry * op.batch {
+        return Err(hgemm::Error::BufferTooSmall {
+            operand: "products",
+            needed: entry * op.batch,
+            len: products.len(),
+        }
+        .into());
+    }
+    // alpha is in the products already.
+    let unscaled = GemmOp { alpha: 1.0, ..*op };
+    for z in 0..op.batch {
+        let ab: Vec<f64> = products[z * entry..(z + 1) * entry].iter().map(|&x| x as f64).collect();
+        apply_epilogue(&unscaled, z, &ab, bias, &mut out);
+    }
+    Ok(out)
+}
+
+/// Batch entry `z` of `op`'s output into `out` (C's whole buffer, holding the old C), from the
+/// GEMM's M×N products `ab` (row-major).
+fn apply_epilogue(op: &GemmOp, z: usize, ab: &[f64], bias: Option<&[f64]>, out: &mut [f64]) {
+    let bias_of = |j: usize| bias.map_or(0.0, |v| v[z * op.bias_stride + j]);
+    // alpha·(A·B) + bias for the GEMM's row i, column j.
+    let pre = |i: usize, j: usize| op.alpha as f64 * ab[i * op.n + j] + bias_of(j);
+    let block = hgemm_kernels::fused::GLU_BLOCK as usize;
+    for i in 0..op.m {
+        for j in 0..op.out_n() {
+            let y = if op.gated {
+                let g = gate_column(j);
+                activation_f64(op.activation, pre(i, g)) * pre(i, g + block)
+            } else {
+                activation_f64(op.activation, pre(i, j))
+            };
+            let at_c = z * op.stride_c + if op.c_layout == Layout::RowMajor { i * op.ldc + j } else { j * op.ldc + i };
+            out[at_c] = y + if op.beta != 0.0 { op.beta as f64 * out[at_c] } else { 0.0 };
+        }
+    }
 }
 
 /// How far an output is from a reference.
@@ -187,5 +260,38 @@ mod tests {
         let c = compare_host(&exact, &reference[..2]);
         assert_eq!((c.unwritten, c.stray), (0, 2));
         assert!(!c.passed() && !c.identical());
+    }
+
+    #[test]
+    fn fused_reference_applies_bias_activation_and_gating() {
+        use hgemm::BiasType;
+        // A = [1 2 ...] one row, B: N = 16 columns; (A·B)[0][j] = j - 4 (K = 8, A = e0).
+        let a: Vec<bf16> = (0..8).map(|kk| bf16::from_f32(if kk == 0 { 1.0 } else { 0.0 })).collect();
+        let b: Vec<bf16> = (0..16)
+            .flat_map(|j| (0..8).map(move |kk| bf16::from_f32(if kk == 0 { j as f32 - 4.0 } else { 0.0 })))
+            .collect();
+        let bias: Vec<f64> = (0..16).map(|j| 0.5 * j as f64).collect();
+        let c = vec![bf16::from_f32(2.0); 16];
+        let op = GemmOp::new(1, 16, 8).bias(BiasType::F32).activation(Activation::Relu).alpha(2.0).beta(0.25);
+        let y = cpu_reference_fused(&op, &a, &b, Some(&bias), &c).unwrap();
+        for (j, y) in y.iter().enumerate() {
+            assert_eq!(*y, (2.0 * (j as f64 - 4.0) + 0.5 * j as f64).max(0.0) + 0.5, "column {j}");
+        }
+        // Gated: 8 outputs, gate column j, up column j + 8.
+        let op = GemmOp::new(1, 16, 8).activation(Activation::Silu).gated();
+        let y = cpu_reference_fused(&op, &a, &b, None, &c[..8]).unwrap();
+        for (j, y) in y.iter().enumerate() {
+            let (g, u) = (j as f64 - 4.0, j as f64 + 4.0);
+            assert!((y - g / (1.0 + (-g).exp()) * u).abs() < 1e-12, "column {j}");
+        }
+        assert_eq!(gate_column(8), 16);
+        // A bias the op declares must be passed, and be long enough.
+        let op = GemmOp::new(1, 16, 8).bias(BiasType::Bf16);
+        assert!(cpu_reference_fused(&op, &a, &b, None, &c).is_err());
+        assert!(cpu_reference_fused(&op, &a, &b, Some(&bias[..15]), &c).is_err());
+        // The activations' values at a few points.
+        assert!((activation_f64(Activation::GeluErf, 1.0) - 0.841_344_746_068_543).abs() < 1e-12);
+        assert!((activation_f64(Activation::GeluTanh, 1.0) - 0.841_191_990_608_714_8).abs() < 1e-9);
+        assert_eq!(activation_f64(Activation::Relu, -3.0), 0.0);
     }
 }

@@ -1,11 +1,29 @@
-//! The handle's utility kernels: fills, the on-device comparison, the tensor-core ceilings and
-//! the hang-guard's test kernels, each launched plainly on the caller's stream.
+//! The handle's utility kernels: fills, the on-device comparison, the tensor-core ceilings, the
+//! separate epilogue kernels the fused epilogue is measured against, and the hang-guard's test
+//! kernels, each launched plainly on the caller's stream.
 
-use super::Gemm;
+use super::{BiasElement, Gemm};
 use crate::error::{Error, Result};
 use crate::launch;
 use crate::plan::LaunchShape;
-use cudarc::driver::{CudaFunction, CudaStream, sys};
+use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, sys};
+use half::bf16;
+use hgemm_kernels::fused::{Activation, Epilogue};
+use std::sync::OnceLock;
+
+/// Elements a `rows × cols` row-major matrix with rows `ld` apart spans, checked for `name`.
+fn span(name: &'static str, rows: usize, cols: usize, ld: usize) -> Result<usize> {
+    if ld < cols {
+        return Err(Error::LeadingDimension { operand: name, ld, min: cols });
+    }
+    if rows > u32::MAX as usize || cols > u32::MAX as usize {
+        return Err(Error::InvalidShape(format!("{name}: {rows}×{cols} past the kernel's 32-bit sizes")));
+    }
+    (rows.max(1) - 1)
+        .checked_mul(ld)
+        .and_then(|x| x.checked_add(cols))
+        .ok_or_else(|| Error::InvalidShape(format!("{name} spans more than 2^64 elements")))
+}
 use hgemm_kernels::hopper::ceiling::CeilingSpec;
 use hgemm_kernels::spec::Family;
 
@@ -65,6 +83,118 @@ impl Gemm {
         self.before_launch(None)?;
         // SAFETY: the parameters match hgemm_compare_bf16(out, reference, n, result).
         unsafe { launch::launch_raw(self.compare.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// `cell`'s function, loaded from the module by `name` at its first use.
+    fn utility_function<'a>(&self, cell: &'a OnceLock<CudaFunction>, name: &str) -> Result<&'a CudaFunction> {
+        if let Some(f) = cell.get() {
+            return Ok(f);
+        }
+        let f = self.module.load_function(name).map_err(|e| Error::driver("cuModuleGetFunction", e))?;
+        Ok(cell.get_or_init(|| f))
+    }
+
+    /// `y = act(y + bias[col])` in place over a `rows × cols` row-major bf16 matrix with rows
+    /// `ld` apart, by a separate kernel (`hgemm_bias_act_bf16`): what a GEMM without a fused
+    /// epilogue needs after it, for baselines and checks. The sum and the activation are
+    /// computed in f32 and rounded to bf16 once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bias_activation<Y, E, V>(
+        &self,
+        stream: &CudaStream,
+        y: &mut Y,
+        rows: usize,
+        cols: usize,
+        ld: usize,
+        bias: &V,
+        act: Activation,
+    ) -> Result<()>
+    where
+        Y: DevicePtrMut<bf16>,
+        E: BiasElement,
+        V: DevicePtr<E>,
+    {
+        let needed = span("y", rows, cols, ld)?;
+        if y.len() < needed {
+            return Err(Error::BufferTooSmall { operand: "y", needed, len: y.len() });
+        }
+        if bias.len() < cols {
+            return Err(Error::BufferTooSmall { operand: "bias", needed: cols, len: bias.len() });
+        }
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let func = self.utility_function(&self.bias_act, "hgemm_bias_act_bf16")?.cu_function();
+        let (py, _gy) = y.device_ptr_mut(stream);
+        let (pb, _gb) = bias.device_ptr(stream);
+        let (mut py, mut rows32, mut cols32, mut ld64, mut pb) = (py, rows as u32, cols as u32, ld as u64, pb);
+        let mut epilogue = Epilogue::NONE.with_activation(act).with_bias(E::TYPE).0;
+        let mut params: [*mut std::ffi::c_void; 6] = [
+            &mut py as *mut u64 as *mut _,
+            &mut rows32 as *mut u32 as *mut _,
+            &mut cols32 as *mut u32 as *mut _,
+            &mut ld64 as *mut u64 as *mut _,
+            &mut pb as *mut u64 as *mut _,
+            &mut epilogue as *mut u32 as *mut _,
+        ];
+        let shape = fill_shape(rows * cols, self.info.sms);
+        self.before_launch(None)?;
+        // SAFETY: the parameters match hgemm_bias_act_bf16(y, rows, cols, ld, bias, epilogue);
+        // y and bias hold what was checked above, alive until the guards drop after the launch.
+        unsafe { launch::launch_raw(func, &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// `y[r][c] = act(x[r][c]) · x[r][c + cols]` for a `rows × cols` row-major bf16 output with
+    /// rows `ld_y` apart, from `rows × 2·cols` gate-then-up pre-activations `x` with rows `ld_x`
+    /// apart, by a separate kernel (`hgemm_glu_bf16`): SwiGLU or GeGLU after a GEMM whose N
+    /// holds the gate and up halves side by side, for baselines and checks.
+    #[allow(clippy::too_many_arguments)]
+    pub fn glu<X, Y>(
+        &self,
+        stream: &CudaStream,
+        x: &X,
+        rows: usize,
+        cols: usize,
+        ld_x: usize,
+        y: &mut Y,
+        ld_y: usize,
+        act: Activation,
+    ) -> Result<()>
+    where
+        X: DevicePtr<bf16>,
+        Y: DevicePtrMut<bf16>,
+    {
+        let wide = cols.checked_mul(2).ok_or_else(|| Error::InvalidShape(format!("2·{cols} columns overflow")))?;
+        let (need_x, need_y) = (span("x", rows, wide, ld_x)?, span("y", rows, cols, ld_y)?);
+        if x.len() < need_x {
+            return Err(Error::BufferTooSmall { operand: "x", needed: need_x, len: x.len() });
+        }
+        if y.len() < need_y {
+            return Err(Error::BufferTooSmall { operand: "y", needed: need_y, len: y.len() });
+        }
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let func = self.utility_function(&self.glu, "hgemm_glu_bf16")?.cu_function();
+        let (px, _gx) = x.device_ptr(stream);
+        let (py, _gy) = y.device_ptr_mut(stream);
+        let (mut px, mut rows32, mut cols32, mut ldx, mut py, mut ldy) =
+            (px, rows as u32, cols as u32, ld_x as u64, py, ld_y as u64);
+        let mut epilogue = Epilogue::NONE.with_activation(act).gated().0;
+        let mut params: [*mut std::ffi::c_void; 7] = [
+            &mut px as *mut u64 as *mut _,
+            &mut rows32 as *mut u32 as *mut _,
+            &mut cols32 as *mut u32 as *mut _,
+            &mut ldx as *mut u64 as *mut _,
+            &mut py as *mut u64 as *mut _,
+            &mut ldy as *mut u64 as *mut _,
+            &mut epilogue as *mut u32 as *mut _,
+        ];
+        let shape = fill_shape(rows * cols, self.info.sms);
+        self.before_launch(None)?;
+        // SAFETY: the parameters match hgemm_glu_bf16(x, rows, cols, ld_x, y, ld_y, epilogue);
+        // x and y hold what was checked above, alive until the guards drop after the launch.
+        unsafe { launch::launch_raw(func, &shape, stream.cu_stream(), &mut params) }
     }
 
     /// Tensor-core ceiling `spec`'s entry, loaded from this handle's module with the shared
