@@ -119,6 +119,140 @@ impl Output {
     }
 }
 
+/// The output of a gated call ([`crate::fused`]) for one batch entry: the kernel's M×N with N
+/// (or M, along M) halved, row-major or, for entries that write C column-major, column-major;
+/// stored from registers.
+#[cfg(hopper)]
+#[derive(Clone, Copy)]
+pub struct GatedOutput {
+    /// Row-major: the output itself; column-major: its transpose.
+    out: Output,
+    col_major: bool,
+}
+
+#[cfg(hopper)]
+impl GatedOutput {
+    /// Batch entry `z` of the gated output `args` describe, column-major for `col_major`.
+    #[inline(always)]
+    pub fn new(args: &GemmArgs, z: u32, col_major: bool) -> GatedOutput {
+        let (m, n) = if args.epilogue.is_along_m() { (args.m / 2, args.n) } else { (args.m, args.n / 2) };
+        let mut out = Output::new(args, z);
+        (out.m, out.n) = if col_major { (n, m) } else { (m, n) };
+        GatedOutput { out, col_major }
+    }
+
+    /// Store the output's (`row`, `col`) and (`row`, `col + 1`) as bf16 (`col` even), skipping
+    /// what lies outside it.
+    #[inline(always)]
+    pub fn store_pair(&self, row: u32, col: u32, lo: f32, hi: f32) {
+        if !self.col_major {
+            self.out.store_pair(row, col, lo, hi);
+        } else if col < self.out.m && row < self.out.n {
+            let packed = cvt::rn_bf16x2_f32(lo, hi);
+            unsafe { (self.out.at(col, row) as *mut u16).write(packed as u16) };
+            if col + 1 < self.out.m {
+                unsafe { (self.out.at(col + 1, row) as *mut u16).write((packed >> 16) as u16) };
+            }
+        }
+    }
+
+    /// The output's (`row`, `col`) and (`row`, `col + 1`) as f32 (zero outside), for beta.
+    #[inline(always)]
+    pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
+        if !self.col_major {
+            return self.out.load_pair(row, col);
+        }
+        let one = |r: u32, c: u32| {
+            if r < self.out.m && c < self.out.n {
+                f32::from_bits((unsafe { (self.out.at(r, c) as *const u16).read() } as u32) << 16)
+            } else {
+                0.0
+            }
+        };
+        (one(col, row), one(col + 1, row))
+    }
+}
+
+/// The fused epilogue's part before beta ([`crate::fused`]) for one batch entry:
+/// `act(alpha·acc + bias)`, or without the activation for a gated call's gate and up values.
+#[cfg(hopper)]
+#[derive(Clone, Copy)]
+pub struct Fused {
+    alpha: f32,
+    act: crate::fused::Activation,
+    /// The entry's bias vector, 0 without one.
+    bias: u64,
+    bias_f32: bool,
+    along_m: bool,
+    /// Elements of the bias: the kernel's N, or its M along M.
+    len: u32,
+}
+
+#[cfg(hopper)]
+impl Fused {
+    /// Batch entry `z` of the epilogue `args` describe.
+    #[inline(always)]
+    pub fn new(args: &GemmArgs, z: u32) -> Fused {
+        let e = args.epilogue;
+        let bias_f32 = matches!(e.bias(), Some(crate::fused::BiasType::F32));
+        let bias = match e.bias() {
+            None => 0,
+            Some(_) => args.bias + z as u64 * args.bias_stride * if bias_f32 { 4 } else { 2 },
+        };
+        let along_m = e.is_along_m();
+        Fused {
+            alpha: args.alpha,
+            act: e.activation(),
+            bias,
+            bias_f32,
+            along_m,
+            len: if along_m { args.m } else { args.n },
+        }
+    }
+
+    /// Bias element `i`, 0 past the vector's end.
+    #[inline(always)]
+    fn bias_at(&self, i: u32) -> f32 {
+        if i >= self.len {
+            return 0.0;
+        }
+        unsafe {
+            if self.bias_f32 {
+                ((self.bias + 4 * i as u64) as *const f32).read()
+            } else {
+                f32::from_bits((((self.bias + 2 * i as u64) as *const u16).read() as u32) << 16)
+            }
+        }
+    }
+
+    /// `alpha·acc + bias` of the pair at the kernel's (`row`, `col`) and (`row`, `col + 1`).
+    #[inline(always)]
+    pub fn pre_pair(&self, row: u32, col: u32, lo: f32, hi: f32) -> (f32, f32) {
+        let (lo, hi) = (self.alpha * lo, self.alpha * hi);
+        if self.bias == 0 {
+            (lo, hi)
+        } else if self.along_m {
+            let b = self.bias_at(row);
+            (lo + b, hi + b)
+        } else {
+            (lo + self.bias_at(col), hi + self.bias_at(col + 1))
+        }
+    }
+
+    /// `act(alpha·acc + bias)` of the pair at the kernel's (`row`, `col`), (`row`, `col + 1`).
+    #[inline(always)]
+    pub fn pair(&self, row: u32, col: u32, lo: f32, hi: f32) -> (f32, f32) {
+        let (lo, hi) = self.pre_pair(row, col, lo, hi);
+        (self.activate(lo), self.activate(hi))
+    }
+
+    /// The activation alone (a gated call's gate).
+    #[inline(always)]
+    pub fn activate(&self, x: f32) -> f32 {
+        crate::activation::activate(self.act, x)
+    }
+}
+
 /// The two f32 of a packed bf16 pair (`lo` from the low half): a bf16 is the top half of an f32.
 #[cfg(hopper)]
 #[inline(always)]

@@ -11,6 +11,7 @@ pub mod bar;
 pub mod cluster;
 pub mod cvt;
 pub mod fence;
+pub mod float;
 pub mod global;
 pub mod griddepcontrol;
 pub mod mbarrier;

@@ -49,7 +49,7 @@ pub(super) fn gemm<
     maps: [crate::ptx::tma::TensorMap; 5],
     args: &crate::args::GemmArgs,
 ) {
-    use crate::epilogue::{bf16x2_to_f32, Output, Partial};
+    use crate::epilogue::{bf16x2_to_f32, Fused, GatedOutput, Output, Partial};
     use crate::staging::{fragment_pair_addr, holds_columns_past_tma};
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
