@@ -33,27 +33,20 @@ fn sigmoid(s: f32) -> f32 {
 #[inline(always)]
 fn half_erfc(z: f32) -> f32 {
     let t = rcp(1.0 + 0.5 * z);
-    let mut p = 0.170_872_77f32;
-    for c in [
-        -0.822_152_23f32,
-        1.488_515_87,
-        -1.135_203_98,
-        0.278_868_07,
-        -0.186_288_06,
-        0.096_784_18,
-        0.374_091_96,
-        1.000_023_68,
-        -1.265_512_23,
-    ] {
-        p = p * t + c;
-    }
+    let p = -1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     0.5 * t * exp2((p - z * z) * LOG2E)
 }
 
 /// GELU, tanh form: 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), written as
 /// x·sigmoid(2u) (the same function; no cancellation for x ≪ 0).
 #[inline(always)]
-fn gelu_tanh(x: f32) -> f32 {
+pub fn gelu_tanh(x: f32) -> f32 {
     // 2·√(2/π) and 2·√(2/π)·0.044715.
     const A: f32 = 1.595_769_1;
     const B: f32 = 0.071_354_82;
@@ -62,9 +55,21 @@ fn gelu_tanh(x: f32) -> f32 {
 
 /// GELU, erf form: x·Φ(x), Φ(x) = 0.5·(1 + erf(x/√2)) = erfc(−x/√2)/2.
 #[inline(always)]
-fn gelu_erf(x: f32) -> f32 {
+pub fn gelu_erf(x: f32) -> f32 {
     let h = half_erfc(x.abs() * core::f32::consts::FRAC_1_SQRT_2);
     x * if x < 0.0 { h } else { 1.0 - h }
+}
+
+/// max(x, 0).
+#[inline(always)]
+pub fn relu(x: f32) -> f32 {
+    x.max(0.0)
+}
+
+/// SiLU: x·sigmoid(x).
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x * sigmoid(x)
 }
 
 /// `act(x)`. `act` is the same in every thread of a launch: its branches are uniform.
@@ -72,10 +77,10 @@ fn gelu_erf(x: f32) -> f32 {
 pub fn activate(act: Activation, x: f32) -> f32 {
     match act {
         Activation::Identity => x,
-        Activation::Relu => x.max(0.0),
+        Activation::Relu => relu(x),
         Activation::GeluTanh => gelu_tanh(x),
         Activation::GeluErf => gelu_erf(x),
-        Activation::Silu => x * sigmoid(x),
+        Activation::Silu => silu(x),
     }
 }
 

@@ -4,6 +4,8 @@ use crate::args::GemmArgs;
 use crate::ptx::cvt;
 #[cfg(any(hopper, hang_guard))]
 use crate::ptx::global;
+#[cfg(hopper)]
+use crate::ptx::shfl;
 
 /// C (or one batch entry of it) in global memory, for epilogues that store from registers.
 #[derive(Clone, Copy)]
@@ -173,13 +175,12 @@ impl GatedOutput {
     }
 }
 
-/// The fused epilogue's part before beta ([`crate::fused`]) for one batch entry:
-/// `act(alpha·acc + bias)`, or without the activation for a gated call's gate and up values.
+/// The fused epilogue's first step ([`crate::fused`]) for one batch entry: `alpha·acc + bias`,
+/// the pre-activation (each of a gated call's gate and up values).
 #[cfg(hopper)]
 #[derive(Clone, Copy)]
 pub struct Fused {
     alpha: f32,
-    act: crate::fused::Activation,
     /// The entry's bias vector, 0 without one.
     bias: u64,
     bias_f32: bool,
@@ -190,66 +191,91 @@ pub struct Fused {
 
 #[cfg(hopper)]
 impl Fused {
-    /// Batch entry `z` of the epilogue `args` describe.
+    /// Batch entry `z` of the epilogue `e` (`args`'s, as the kernel read it) for `args`.
     #[inline(always)]
-    pub fn new(args: &GemmArgs, z: u32) -> Fused {
-        let e = args.epilogue;
+    pub fn new(args: &GemmArgs, e: crate::fused::Epilogue, z: u32) -> Fused {
         let bias_f32 = matches!(e.bias(), Some(crate::fused::BiasType::F32));
         let bias = match e.bias() {
             None => 0,
-            Some(_) => args.bias + z as u64 * args.bias_stride * if bias_f32 { 4 } else { 2 },
+            // The element size read per tile (`b32_opaque`): the stride times each size, hoisted
+            // out of the tile loop, would hold registers through the K loop.
+            Some(_) => {
+                args.bias
+                    + z as u64 * args.bias_stride * crate::ptx::mov::b32_opaque(if bias_f32 { 4 } else { 2 }) as u64
+            }
         };
         let along_m = e.is_along_m();
         Fused {
             alpha: args.alpha,
-            act: e.activation(),
             bias,
             bias_f32,
             along_m,
-            len: if along_m { args.m } else { args.n },
+            // Per tile (`b32_opaque`): values derived from it are not hoisted out of the tile loop.
+            len: crate::ptx::mov::b32_opaque(if along_m { args.m } else { args.n }),
         }
     }
 
-    /// Bias element `i`, 0 past the vector's end.
+    /// Bias element `i`, 0 past the vector's end: a select, not a branch (the last element is
+    /// loaded instead).
     #[inline(always)]
     fn bias_at(&self, i: u32) -> f32 {
-        if i >= self.len {
-            return 0.0;
-        }
-        unsafe {
-            if self.bias_f32 {
-                ((self.bias + 4 * i as u64) as *const f32).read()
-            } else {
-                f32::from_bits((((self.bias + 2 * i as u64) as *const u16).read() as u32) << 16)
-            }
-        }
-    }
-
-    /// `alpha·acc + bias` of the pair at the kernel's (`row`, `col`) and (`row`, `col + 1`).
-    #[inline(always)]
-    pub fn pre_pair(&self, row: u32, col: u32, lo: f32, hi: f32) -> (f32, f32) {
-        let (lo, hi) = (self.alpha * lo, self.alpha * hi);
-        if self.bias == 0 {
-            (lo, hi)
-        } else if self.along_m {
-            let b = self.bias_at(row);
-            (lo + b, hi + b)
+        let at = i.min(self.len.saturating_sub(1)) as u64;
+        let b = if self.bias_f32 {
+            f32::from_bits(global::ld_nc_b32(self.bias + 4 * at))
         } else {
-            (lo + self.bias_at(col), hi + self.bias_at(col + 1))
+            f32::from_bits((global::ld_nc_b16(self.bias + 2 * at) as u32) << 16)
+        };
+        if i < self.len { b } else { 0.0 }
+    }
+
+    /// `alpha·acc + bias` in place in a warpgroup's accumulator fragment, of which this thread
+    /// (`lane` of its warp) holds pair 0 at the kernel's (`row0`, `col0`) (`Fragment`'s layout:
+    /// pair p at row `row0 + 8·(p % 2)`, columns `col0 + 8·(p / 2)` and the next). Along M a
+    /// thread needs two bias values; along N, each lane loads one of every 32 columns and the
+    /// warp shuffles them: a load per pair kept ptxas's registers past their bound.
+    #[inline(always)]
+    pub fn pre_activation<F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, row0: u32, col0: u32, lane: u32) {
+        let a = self.alpha;
+        if self.bias == 0 {
+            acc.map_pairs(|_, lo, hi| (a * lo, a * hi));
+        } else if self.along_m {
+            let b = [self.bias_at(row0), self.bias_at(row0 + 8)];
+            acc.map_pairs(|p, lo, hi| (a * lo + b[(p % 2) as usize], a * hi + b[(p % 2) as usize]));
+        } else if self.bias_f32 {
+            self.bias_along_n::<true, F>(acc, col0, lane);
+        } else {
+            self.bias_along_n::<false, F>(acc, col0, lane);
         }
     }
 
-    /// `act(alpha·acc + bias)` of the pair at the kernel's (`row`, `col`), (`row`, `col + 1`).
+    /// [`pre_activation`](Self::pre_activation) with a bias along N, f32 (`F32`) or bf16: each
+    /// lane loads one of every 32 columns, with one base address and constant offsets, and the
+    /// warp shuffles them to the lanes that hold them.
     #[inline(always)]
-    pub fn pair(&self, row: u32, col: u32, lo: f32, hi: f32) -> (f32, f32) {
-        let (lo, hi) = self.pre_pair(row, col, lo, hi);
-        (self.activate(lo), self.activate(hi))
-    }
-
-    /// The activation alone (a gated call's gate).
-    #[inline(always)]
-    pub fn activate(&self, x: f32) -> f32 {
-        crate::activation::activate(self.act, x)
+    fn bias_along_n<const F32: bool, F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, col0: u32, lane: u32) {
+        let a = self.alpha;
+        // The lane read anew (`b32_opaque`): the eight source lanes, computed once before the
+        // tile loop, would stay live through the K loop.
+        let lane = crate::ptx::mov::b32_opaque(lane);
+        // Pairs 8q to 8q + 7 span the 32 columns from `first + 32q`; this lane loads column
+        // `first + 32q + lane`.
+        let first = col0 - 2 * (lane % 4) + lane;
+        let size = if F32 { 4 } else { 2 };
+        let base = self.bias + size * first as u64;
+        let mut mine = 0u32;
+        acc.map_pairs(|p, lo, hi| {
+            if p % 8 == 0 {
+                let at = base + size * 4 * p as u64;
+                mine = match (first + 4 * p < self.len, F32) {
+                    (false, _) => 0,
+                    (true, true) => global::ld_nc_b32(at),
+                    (true, false) => (global::ld_nc_b16(at) as u32) << 16,
+                };
+            }
+            let from = 8 * ((p / 2) % 4) + 2 * (lane % 4);
+            let (b_lo, b_hi) = (shfl::sync_idx_b32(mine, from), shfl::sync_idx_b32(mine, from + 1));
+            (a * lo + f32::from_bits(b_lo), a * hi + f32::from_bits(b_hi))
+        });
     }
 }
 

@@ -59,13 +59,13 @@ pub unsafe extern "ptx-kernel" fn hgemm_bias_act_bf16(y: u64, rows: u32, cols: u
         while i < rows as u64 * chunks_per_row as u64 {
             let (r, c0) = ((i / chunks_per_row as u64) as u32, (i % chunks_per_row as u64) as u32 * 8);
             let at = y + 2 * (r as u64 * ld + c0 as u64);
-            let mut v = global::ld_v4_b32(at);
-            for (k, w) in v.iter_mut().enumerate() {
-                let c = c0 + 2 * k as u32;
-                let (lo, hi) = bf16x2_to_f32(*w);
-                *w = cvt::rn_bf16x2_f32(activate(act, lo + bias_of(r, c)), activate(act, hi + bias_of(r, c + 1)));
-            }
-            global::st_v4_b32(at, v);
+            // Written out, not a loop over the four words: a loop kept the array in local memory.
+            let f = |w: u32, c: u32| {
+                let (lo, hi) = bf16x2_to_f32(w);
+                cvt::rn_bf16x2_f32(activate(act, lo + bias_of(r, c)), activate(act, hi + bias_of(r, c + 1)))
+            };
+            let v = global::ld_v4_b32(at);
+            global::st_v4_b32(at, [f(v[0], c0), f(v[1], c0 + 2), f(v[2], c0 + 4), f(v[3], c0 + 6)]);
             i += stride;
         }
     } else {
@@ -103,12 +103,14 @@ pub unsafe extern "ptx-kernel" fn hgemm_glu_bf16(
             let (r, c0) = ((i / chunks_per_row as u64) as u32, (i % chunks_per_row as u64) as u32 * 8);
             let gate_at = x + 2 * (r as u64 * ld_x + c0 as u64);
             let (g, u) = (global::ld_v4_b32(gate_at), global::ld_v4_b32(gate_at + 2 * cols as u64));
-            let mut v = [0u32; 4];
-            for k in 0..4 {
-                let ((g_lo, g_hi), (u_lo, u_hi)) = (bf16x2_to_f32(g[k]), bf16x2_to_f32(u[k]));
-                v[k] = cvt::rn_bf16x2_f32(activate(act, g_lo) * u_lo, activate(act, g_hi) * u_hi);
-            }
-            global::st_v4_b32(y + 2 * (r as u64 * ld_y + c0 as u64), v);
+            let f = |g: u32, u: u32| {
+                let ((g_lo, g_hi), (u_lo, u_hi)) = (bf16x2_to_f32(g), bf16x2_to_f32(u));
+                cvt::rn_bf16x2_f32(activate(act, g_lo) * u_lo, activate(act, g_hi) * u_hi)
+            };
+            global::st_v4_b32(
+                y + 2 * (r as u64 * ld_y + c0 as u64),
+                [f(g[0], u[0]), f(g[1], u[1]), f(g[2], u[2]), f(g[3], u[3])],
+            );
             i += stride;
         }
     } else {

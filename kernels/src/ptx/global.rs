@@ -51,3 +51,21 @@ pub fn st_v4_b32(addr: u64, v: [u32; 4]) {
         asm!("st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) addr, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3], options(nostack))
     };
 }
+
+/// `ld.global.nc.b32 v, [addr];` — through the non-coherent (read-only) cache, for data no
+/// thread writes during the kernel (the fused epilogue's bias). Not `pure`: kept in program
+/// order, so each load sits beside its use instead of all being issued ahead of them.
+#[inline(always)]
+pub fn ld_nc_b32(addr: u64) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.global.nc.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) addr, options(nostack, readonly)) };
+    v
+}
+
+/// `ld.global.nc.b16 v, [addr];` — as [`ld_nc_b32`], two bytes.
+#[inline(always)]
+pub fn ld_nc_b16(addr: u64) -> u16 {
+    let v: u16;
+    unsafe { asm!("ld.global.nc.b16 {v}, [{a}];", v = out(reg16) v, a = in(reg64) addr, options(nostack, readonly)) };
+    v
+}

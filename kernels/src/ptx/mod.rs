@@ -15,6 +15,7 @@ pub mod float;
 pub mod global;
 pub mod griddepcontrol;
 pub mod mbarrier;
+pub mod mov;
 pub mod param;
 pub mod red;
 pub mod setmaxnreg;
