@@ -134,10 +134,13 @@ pub struct GatedOutput {
 
 #[cfg(hopper)]
 impl GatedOutput {
-    /// Batch entry `z` of the gated output `args` describe, column-major for `col_major`.
+    /// Batch entry `z` of the gated output of `args` with epilogue `e` (`args`'s, as the kernel
+    /// read it), column-major for `col_major`.
     #[inline(always)]
-    pub fn new(args: &GemmArgs, z: u32, col_major: bool) -> GatedOutput {
-        let (m, n) = if args.epilogue.is_along_m() { (args.m / 2, args.n) } else { (args.m, args.n / 2) };
+    pub fn new(args: &GemmArgs, e: crate::fused::Epilogue, z: u32, col_major: bool) -> GatedOutput {
+        // Read per tile (`b32_opaque`), as `Fused::new` does.
+        let (m, n) = (crate::ptx::mov::b32_opaque(args.m), crate::ptx::mov::b32_opaque(args.n));
+        let (m, n) = if e.is_along_m() { (m / 2, n) } else { (m, n / 2) };
         let mut out = Output::new(args, z);
         (out.m, out.n) = if col_major { (n, m) } else { (m, n) };
         GatedOutput { out, col_major }

@@ -18,8 +18,8 @@
         let fused = Fused::new(args, epilogue, z as u32);
         // The thread's place read anew (`b32_opaque`): offsets from it, computed once before
         // the tile loop, would be held through the K loop.
-        let t = crate::ptx::mov::b32_opaque(tid % 128);
-        let (row0, col0) = (m0 + 64 * c + 16 * (t / 32) + (t % 32) / 4, n0 + 2 * (t % 4));
+        let t = crate::ptx::mov::b32_opaque(tid);
+        let (row0, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32) + (t % 32) / 4, n0 + 2 * (t % 4));
         fused.pre_activation(&mut acc, row0, col0, t % 32);
         // Whether pair p takes the activation, indexed by the parities of its 8-column block
         // and of its row half: every pair, or a gated call's gates (blocks 2b along N, rows
@@ -40,8 +40,11 @@
         // p + 2 (up) along N, p and p + 1 along M. Stored by the threads themselves: the
         // output tile is half as wide (tall) as the staged boxes TMA stores, and C's map is
         // not read.
-        let out = GatedOutput::new(args, z as u32, c_col);
-        let (slice, col0) = (m0 + 64 * c + 16 * warp, n0 + 2 * (lane % 4));
+        let out = GatedOutput::new(args, epilogue, z as u32, c_col);
+        // As above, the thread's place read anew.
+        let t = crate::ptx::mov::b32_opaque(tid);
+        let lane = t % 32;
+        let (slice, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
         let emit = |orow: u32, ocol: u32, (g_lo, g_hi): (f32, f32), (u_lo, u_hi): (f32, f32)| {
             let (mut lo, mut hi) = (g_lo * u_lo, g_hi * u_hi);
             if args.beta != 0.0 {

@@ -87,6 +87,10 @@ pub(super) fn gemm<
     let tiles = sched.num_tiles();
     // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`; this CTA's tile of it.
     let unit = |idx: u32| {
+        // The schedule's tile rows recomputed per unit from M read anew (`b32_opaque`): held
+        // from the start, ptxas spilled them in the 128×256 entries once the fused epilogue
+        // was in.
+        let sched = this.scheduler(crate::ptx::mov::b32_opaque(args.m), args.n);
         let (tm, tn) = sched.tile_snaking(idx % tiles);
         let (tm, tn) = if T::ALONG_N { (tm, tn * T::CLUSTER + rank) } else { (tm * T::CLUSTER + rank, tn) };
         (tm * T::BM, tn * T::BN, (idx / tiles) as i32)
