@@ -1,5 +1,5 @@
 //! Approximate floating-point instructions (§9.7.3, "Floating Point Instructions": `ex2`, `rcp`)
-//! for the fused epilogue's activations ([`crate::activation`]): each one SFU operation, far
+//! for the fused epilogue's activations (`activation.rs`): each one SFU operation, far
 //! more accurate than the bf16 the epilogue rounds to.
 use core::arch::asm;
 
