@@ -17,10 +17,10 @@
 //! - **Held tile** (the 128×256 tile): a finished tile waits in registers (`held`) and is
 //!   stored under the next tile's first MMAs.
 //! - **Fused epilogue** ([`crate::fused`]): alpha, the bias and the activation applied in place in
-  the finished accumulator (one pass per activation, chosen per tile), then stored as a plain
-  call's; gated calls store their half-wide tile from registers. A plain call pays one test per
-  tile.
-- **Uniform descriptors**, **L2 promotion** of operand loads, **programmatic dependent launch**.
+//!   the finished accumulator (one pass per activation, chosen per tile), then stored as a plain
+//!   call's; gated calls store their half-wide tile from registers. A plain call pays one test
+//!   per tile.
+//! - **Uniform descriptors**, **L2 promotion** of operand loads, **programmatic dependent launch**.
 //!
 //! ```text
 //! all threads  : prefetch maps, init barriers → cluster barrier → griddepcontrol.wait
