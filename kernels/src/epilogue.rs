@@ -4,6 +4,8 @@ use crate::args::GemmArgs;
 use crate::ptx::cvt;
 #[cfg(any(hopper, hang_guard))]
 use crate::ptx::global;
+#[cfg(hopper)]
+use crate::ptx::shfl;
 
 /// C (or one batch entry of it) in global memory, for epilogues that store from registers.
 #[derive(Clone, Copy)]
@@ -116,6 +118,167 @@ impl Output {
             let row = 16 * warp + r;
             buf.store_b32(row, 2 * lane, self.load_packed(row0 + row, col0 + 2 * lane));
         }
+    }
+}
+
+/// The output of a gated call ([`crate::fused`]) for one batch entry: the kernel's M×N with N
+/// (or M, along M) halved, row-major or, for entries that write C column-major, column-major;
+/// stored from registers.
+#[cfg(hopper)]
+#[derive(Clone, Copy)]
+pub struct GatedOutput {
+    /// Row-major: the output itself; column-major: its transpose.
+    out: Output,
+    col_major: bool,
+}
+
+#[cfg(hopper)]
+impl GatedOutput {
+    /// Batch entry `z` of the gated output of `args` with epilogue `e` (`args`'s, as the kernel
+    /// read it), column-major for `col_major`.
+    #[inline(always)]
+    pub fn new(args: &GemmArgs, e: crate::fused::Epilogue, z: u32, col_major: bool) -> GatedOutput {
+        // Read per tile (`b32_opaque`), as `Fused::new` does.
+        let (m, n) = (crate::ptx::mov::b32_opaque(args.m), crate::ptx::mov::b32_opaque(args.n));
+        let (m, n) = if e.is_along_m() { (m / 2, n) } else { (m, n / 2) };
+        let mut out = Output::new(args, z);
+        (out.m, out.n) = if col_major { (n, m) } else { (m, n) };
+        GatedOutput { out, col_major }
+    }
+
+    /// Store the output's (`row`, `col`) and (`row`, `col + 1`) as bf16 (`col` even), skipping
+    /// what lies outside it.
+    #[inline(always)]
+    pub fn store_pair(&self, row: u32, col: u32, lo: f32, hi: f32) {
+        if !self.col_major {
+            self.out.store_pair(row, col, lo, hi);
+        } else if col < self.out.m && row < self.out.n {
+            let packed = cvt::rn_bf16x2_f32(lo, hi);
+            unsafe { (self.out.at(col, row) as *mut u16).write(packed as u16) };
+            if col + 1 < self.out.m {
+                unsafe { (self.out.at(col + 1, row) as *mut u16).write((packed >> 16) as u16) };
+            }
+        }
+    }
+
+    /// The output's (`row`, `col`) and (`row`, `col + 1`) as f32 (zero outside), for beta.
+    #[inline(always)]
+    pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
+        if !self.col_major {
+            return self.out.load_pair(row, col);
+        }
+        let one = |r: u32, c: u32| {
+            if r < self.out.m && c < self.out.n {
+                f32::from_bits((unsafe { (self.out.at(r, c) as *const u16).read() } as u32) << 16)
+            } else {
+                0.0
+            }
+        };
+        (one(col, row), one(col + 1, row))
+    }
+}
+
+/// The fused epilogue's first step ([`crate::fused`]) for one batch entry: `alpha·acc + bias`,
+/// the pre-activation (each of a gated call's gate and up values).
+#[cfg(hopper)]
+#[derive(Clone, Copy)]
+pub struct Fused {
+    alpha: f32,
+    /// The entry's bias vector, 0 without one.
+    bias: u64,
+    bias_f32: bool,
+    along_m: bool,
+    /// Elements of the bias: the kernel's N, or its M along M.
+    len: u32,
+}
+
+#[cfg(hopper)]
+impl Fused {
+    /// Batch entry `z` of the epilogue `e` (`args`'s, as the kernel read it) for `args`.
+    #[inline(always)]
+    pub fn new(args: &GemmArgs, e: crate::fused::Epilogue, z: u32) -> Fused {
+        let bias_f32 = matches!(e.bias(), Some(crate::fused::BiasType::F32));
+        let bias = match e.bias() {
+            None => 0,
+            // The element size read per tile (`b32_opaque`): the stride times each size, hoisted
+            // out of the tile loop, would hold registers through the K loop.
+            Some(_) => {
+                args.bias
+                    + z as u64 * args.bias_stride * crate::ptx::mov::b32_opaque(if bias_f32 { 4 } else { 2 }) as u64
+            }
+        };
+        let along_m = e.is_along_m();
+        Fused {
+            alpha: args.alpha,
+            bias,
+            bias_f32,
+            along_m,
+            // Per tile (`b32_opaque`): values derived from it are not hoisted out of the tile loop.
+            len: crate::ptx::mov::b32_opaque(if along_m { args.m } else { args.n }),
+        }
+    }
+
+    /// Bias element `i`, 0 past the vector's end: a select, not a branch (the last element is
+    /// loaded instead).
+    #[inline(always)]
+    fn bias_at(&self, i: u32) -> f32 {
+        let at = i.min(self.len.saturating_sub(1)) as u64;
+        let b = if self.bias_f32 {
+            f32::from_bits(global::ld_nc_b32(self.bias + 4 * at))
+        } else {
+            f32::from_bits((global::ld_nc_b16(self.bias + 2 * at) as u32) << 16)
+        };
+        if i < self.len { b } else { 0.0 }
+    }
+
+    /// `alpha·acc + bias` in place in a warpgroup's accumulator fragment, of which this thread
+    /// (`lane` of its warp) holds pair 0 at the kernel's (`row0`, `col0`) (`Fragment`'s layout:
+    /// pair p at row `row0 + 8·(p % 2)`, columns `col0 + 8·(p / 2)` and the next). Along M a
+    /// thread needs two bias values; along N, each lane loads one of every 32 columns and the
+    /// warp shuffles them: a load per pair kept ptxas's registers past their bound.
+    #[inline(always)]
+    pub fn pre_activation<F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, row0: u32, col0: u32, lane: u32) {
+        let a = self.alpha;
+        if self.bias == 0 {
+            acc.map_pairs(|_, lo, hi| (a * lo, a * hi));
+        } else if self.along_m {
+            let b = [self.bias_at(row0), self.bias_at(row0 + 8)];
+            acc.map_pairs(|p, lo, hi| (a * lo + b[(p % 2) as usize], a * hi + b[(p % 2) as usize]));
+        } else if self.bias_f32 {
+            self.bias_along_n::<true, F>(acc, col0, lane);
+        } else {
+            self.bias_along_n::<false, F>(acc, col0, lane);
+        }
+    }
+
+    /// [`pre_activation`](Self::pre_activation) with a bias along N, f32 (`F32`) or bf16: each
+    /// lane loads one of every 32 columns, with one base address and constant offsets, and the
+    /// warp shuffles them to the lanes that hold them.
+    #[inline(always)]
+    fn bias_along_n<const F32: bool, F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, col0: u32, lane: u32) {
+        let a = self.alpha;
+        // The lane read anew (`b32_opaque`): the eight source lanes, computed once before the
+        // tile loop, would stay live through the K loop.
+        let lane = crate::ptx::mov::b32_opaque(lane);
+        // Pairs 8q to 8q + 7 span the 32 columns from `first + 32q`; this lane loads column
+        // `first + 32q + lane`.
+        let first = col0 - 2 * (lane % 4) + lane;
+        let size = if F32 { 4 } else { 2 };
+        let base = self.bias + size * first as u64;
+        let mut mine = 0u32;
+        acc.map_pairs(|p, lo, hi| {
+            if p % 8 == 0 {
+                let at = base + size * 4 * p as u64;
+                mine = match (first + 4 * p < self.len, F32) {
+                    (false, _) => 0,
+                    (true, true) => global::ld_nc_b32(at),
+                    (true, false) => (global::ld_nc_b16(at) as u32) << 16,
+                };
+            }
+            let from = 8 * ((p / 2) % 4) + 2 * (lane % 4);
+            let (b_lo, b_hi) = (shfl::sync_idx_b32(mine, from), shfl::sync_idx_b32(mine, from + 1));
+            (a * lo + f32::from_bits(b_lo), a * hi + f32::from_bits(b_hi))
+        });
     }
 }
 

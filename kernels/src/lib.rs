@@ -32,6 +32,8 @@ pub mod sched;
 pub mod spec;
 pub mod staging;
 
+#[cfg(any(all(target_arch = "nvptx64", hopper), test))]
+mod activation;
 #[cfg(target_arch = "nvptx64")]
 mod epilogue;
 #[cfg(target_arch = "nvptx64")]

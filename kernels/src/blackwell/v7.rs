@@ -100,6 +100,11 @@ pub unsafe extern "ptx-kernel" fn blackwell_v7(
     use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
     use crate::staging::Staging;
 
+    // No fused epilogue here (`crate::fused`): the host refuses such calls; one that slipped
+    // through stops the kernel instead of returning a plain GEMM.
+    if !args.epilogue.is_none() {
+        crate::ptx::trap();
+    }
     let map_a = crate::tensor_map_param!(blackwell_v7, 0);
     let map_b = crate::tensor_map_param!(blackwell_v7, 1);
     let map_c = crate::tensor_map_param!(blackwell_v7, 2);

@@ -17,6 +17,8 @@ use crate::args::GemmArgs;
 use crate::spec::{Family, KernelSpec};
 
 crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
+#[cfg(hopper)]
+mod baseline;
 pub mod ceiling;
 
 /// What v0–v6 start from ([`KernelSpec::ladder`]); each sets what it adds.

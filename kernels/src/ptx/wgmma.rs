@@ -36,6 +36,9 @@ pub trait Fragment: Sized {
     /// `f(p, d[2p], d[2p + 1])` for every register pair `p` (two adjacent columns), unrolled.
     fn for_each_pair(&self, f: impl FnMut(u32, f32, f32));
 
+    /// `(d[2p], d[2p + 1]) = f(p, d[2p], d[2p + 1])` for every register pair `p`, unrolled.
+    fn map_pairs(&mut self, f: impl FnMut(u32, f32, f32) -> (f32, f32));
+
     /// `st.global.v2.f32 [at + 1024p], {d[2p], d[2p + 1]};` for every register pair `p`
     /// (§9.7.9.9): the warpgroup's fragments laid out pair-major, thread `t` passing
     /// `at = base + 8t`, so a warp's stores are contiguous. The offsets are immediates: computed
@@ -99,6 +102,12 @@ macro_rules! fragment {
             fn for_each_pair(&self, mut f: impl FnMut(u32, f32, f32)) {
                 f($a0 / 2, self[$a0], self[$b0]);
                 $(f($a / 2, self[$a], self[$b]);)*
+            }
+
+            #[inline(always)]
+            fn map_pairs(&mut self, mut f: impl FnMut(u32, f32, f32) -> (f32, f32)) {
+                (self[$a0], self[$b0]) = f($a0 / 2, self[$a0], self[$b0]);
+                $((self[$a], self[$b]) = f($a / 2, self[$a], self[$b]);)*
             }
 
             #[inline(always)]

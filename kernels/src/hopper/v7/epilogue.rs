@@ -1,8 +1,79 @@
-// The finished tile's stores: v6's epilogue for alpha = 1, beta = 0 (the held tile's boxes
-// left for the next piece), or the one that scales and loads C for beta; then the columns past
-// TMA's reach, from registers. Written out in the consumer's body (`consumer.rs`).
+// The finished tile's stores: the fused epilogue applied in place, then v6's epilogue for
+// alpha = 1, beta = 0 (the held tile's boxes left for the next piece), or the one that scales
+// and loads C for beta; then the columns past TMA's reach, from registers. A gated call's
+// half-wide tile is stored from registers alone. Written out in the
+// consumer's body (`consumer.rs`); the tile's sum is whole here (stream-K's partials added), so
+// each fused step runs once.
 {
-    if args.alpha == 1.0 && args.beta == 0.0 && !threads_store {
+    // The fused epilogue (`crate::fused`), in place in the accumulator: alpha and the bias on
+    // every value, then the activation (of a gated call, on its gate values alone). The passes
+    // below then store the tile as a plain call's with alpha = 1 (v6's epilogue where beta is
+    // 0). Uniform: a plain call pays this test and nothing else.
+    // Read per tile (`b32_opaque`): what LLVM derives from it would otherwise be hoisted out of
+    // the tile loop and held through the K loop beside the accumulator.
+    let epilogue = crate::fused::Epilogue(crate::ptx::mov::b32_opaque(args.epilogue.0));
+    let fused_on = !epilogue.is_none();
+    let alpha = if fused_on { 1.0 } else { args.alpha };
+    if fused_on {
+        let fused = Fused::new(args, epilogue, z as u32);
+        // The thread's place read anew (`b32_opaque`): offsets from it, computed once before
+        // the tile loop, would be held through the K loop.
+        let t = crate::ptx::mov::b32_opaque(tid);
+        let (row0, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32) + (t % 32) / 4, n0 + 2 * (t % 4));
+        fused.pre_activation(&mut acc, row0, col0, t % 32);
+        // Whether pair p takes the activation, indexed by the parities of its 8-column block
+        // and of its row half: every pair, or a gated call's gates (blocks 2b along N, rows
+        // r of r and r + 8 along M).
+        let (gated, along_m) = (epilogue.is_gated(), epilogue.is_along_m());
+        let takes = [true, !gated || !along_m, !gated || along_m, !gated];
+        match epilogue.activation() {
+            Activation::Identity => {}
+            Activation::Relu => activate_pairs(&mut acc, takes, activation::relu),
+            Activation::GeluTanh => activate_pairs(&mut acc, takes, activation::gelu_tanh),
+            Activation::GeluErf => activate_pairs(&mut acc, takes, activation::gelu_erf),
+            Activation::Silu => activate_pairs(&mut acc, takes, activation::silu),
+        }
+    }
+    if epilogue.is_gated() {
+        // Gate and up blocks of 8 alternate along N (along M: rows r and r + 8 of each 16-row
+        // slice), so each thread holds both values of each of its outputs: pairs p (gate) and
+        // p + 2 (up) along N, p and p + 1 along M. Stored by the threads themselves: the
+        // output tile is half as wide (tall) as the staged boxes TMA stores, and C's map is
+        // not read.
+        let out = GatedOutput::new(args, epilogue, z as u32, c_col);
+        // As above, the thread's place read anew.
+        let t = crate::ptx::mov::b32_opaque(tid);
+        let lane = t % 32;
+        let (slice, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
+        let emit = |orow: u32, ocol: u32, (g_lo, g_hi): (f32, f32), (u_lo, u_hi): (f32, f32)| {
+            let (mut lo, mut hi) = (g_lo * u_lo, g_hi * u_hi);
+            if args.beta != 0.0 {
+                let (old_lo, old_hi) = out.load_pair(orow, ocol);
+                lo += args.beta * old_lo;
+                hi += args.beta * old_hi;
+            }
+            out.store_pair(orow, ocol, lo, hi);
+        };
+        let mut gates = [(0.0f32, 0.0f32); 2];
+        if epilogue.is_along_m() {
+            acc.for_each_pair(|p, lo, hi| {
+                if p % 2 == 0 {
+                    gates[0] = (lo, hi);
+                } else {
+                    emit(slice / 2 + lane / 4, col0 + 8 * (p / 2), gates[0], (lo, hi));
+                }
+            });
+        } else {
+            acc.for_each_pair(|p, lo, hi| {
+                if (p / 2) % 2 == 0 {
+                    gates[(p % 2) as usize] = (lo, hi);
+                } else {
+                    emit(slice + lane / 4 + 8 * (p % 2), n0 / 2 + 8 * (p / 4) + 2 * (lane % 4), gates[(p % 2) as usize], (lo, hi));
+                }
+            });
+        }
+        held = <T::Held as Held<T::Acc>>::none();
+    } else if alpha == 1.0 && args.beta == 0.0 && !threads_store {
         // The common call: v6's epilogue. A loop over the boxes with a filter on the pairs
         // runs faster than the straight-line pass below (whose code is larger); with alpha
         // and beta in it, though, it spills. It stages the boxes that are not held: none of
@@ -66,7 +137,7 @@
             }
             let row = 16 * warp + lane / 4 + 8 * (p % 2);
             let col = (8 * (p / 2) + 2 * (lane % 4)) % C_BOX.inner;
-            let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+            let (mut lo, mut hi) = (alpha * lo, alpha * hi);
             if T::HOLD && !c_col {
                 // With a held tile in registers, addresses LLVM would hoist out of the
                 // tile loop do not fit beside it (`fragment_pair_addr`).
@@ -95,7 +166,7 @@
         boxes += T::BN.div_ceil(C_BOX.inner);
         held = <T::Held as Held<T::Acc>>::none();
     }
-    if !threads_store && holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
+    if !epilogue.is_gated() && !threads_store && holds_columns_past_tma(n0, T::BN, args.n, tma_columns) && !c_col {
         // Columns past the last whole 16-byte chunk of C's rows: the clipped TMA stores
         // above left them out; store them (with their old values, for beta) directly.
         // (Entries that write C column-major take only calls whose C TMA writes whole;
@@ -106,7 +177,7 @@
         acc.for_each_pair(|p, lo, hi| {
             let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
             if col >= tma_columns {
-                let (mut lo, mut hi) = (args.alpha * lo, args.alpha * hi);
+                let (mut lo, mut hi) = (alpha * lo, alpha * hi);
                 if args.beta != 0.0 {
                     let (old_lo, old_hi) = out.load_pair(row, col);
                     lo += args.beta * old_lo;

@@ -32,6 +32,14 @@ fn stage_shifted_last_box<T: Tile, C: crate::staging::Orientation>(
     });
 }
 
+/// `f` on both values of each pair `p` of `acc` for which `takes[2·((p/2) % 2) + p % 2]`: a
+/// fused activation, on every value or on a gated call's gates (`epilogue.rs`). One pass per
+/// activation, chosen once per tile, so that no value branches on which one it is.
+#[inline(always)]
+fn activate_pairs<F: Fragment>(acc: &mut F, takes: [bool; 4], f: impl Fn(f32) -> f32) {
+    acc.map_pairs(|p, lo, hi| if takes[(2 * ((p / 2) % 2) + p % 2) as usize] { (f(lo), f(hi)) } else { (lo, hi) });
+}
+
 /// The body of every v7 entry ([`super::entries`]).
 /// `STAGES`, `PRODUCER_REGS` and `CONSUMER_REGS` are `T`'s, passed again because a generic's
 /// associated constant cannot be a const argument (of `PipelineState`, `setmaxnreg`);
@@ -49,7 +57,9 @@ pub(super) fn gemm<
     maps: [crate::ptx::tma::TensorMap; 5],
     args: &crate::args::GemmArgs,
 ) {
-    use crate::epilogue::{bf16x2_to_f32, Output, Partial};
+    use crate::activation;
+    use crate::epilogue::{bf16x2_to_f32, Fused, GatedOutput, Output, Partial};
+    use crate::fused::Activation;
     use crate::staging::{fragment_pair_addr, holds_columns_past_tma};
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
@@ -77,6 +87,10 @@ pub(super) fn gemm<
     let tiles = sched.num_tiles();
     // Unit `idx` is tile `idx % tiles` of batch entry `idx / tiles`; this CTA's tile of it.
     let unit = |idx: u32| {
+        // The schedule's tile rows recomputed per unit from M read anew (`b32_opaque`): held
+        // from the start, ptxas spilled them in the 128×256 entries once the fused epilogue
+        // was in.
+        let sched = this.scheduler(crate::ptx::mov::b32_opaque(args.m), args.n);
         let (tm, tn) = sched.tile_snaking(idx % tiles);
         let (tm, tn) = if T::ALONG_N { (tm, tn * T::CLUSTER + rank) } else { (tm * T::CLUSTER + rank, tn) };
         (tm * T::BM, tn * T::BN, (idx / tiles) as i32)

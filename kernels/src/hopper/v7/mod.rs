@@ -16,6 +16,10 @@
 //!   stores by thread where TMA cannot address C.
 //! - **Held tile** (the 128×256 tile): a finished tile waits in registers (`held`) and is
 //!   stored under the next tile's first MMAs.
+//! - **Fused epilogue** ([`crate::fused`]): alpha, the bias and the activation applied in place in
+//!   the finished accumulator (one pass per activation, chosen per tile), then stored as a plain
+//!   call's; gated calls store their half-wide tile from registers. A plain call pays one test
+//!   per tile.
 //! - **Uniform descriptors**, **L2 promotion** of operand loads, **programmatic dependent launch**.
 //!
 //! ```text
@@ -26,6 +30,7 @@
 //! consumers    : per K slice: wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
 //!                [held tile: stage and store one box of it]
 //!                unfinished piece: partial sum → workspace; finishing: add the earlier ones
+//!                [fused: alpha·acc + bias → act, in registers; gated: act(gate)·up → st.global]
 //!                per 64-column box: [beta: TMA load C] → scale → st.shared → TMA store
 //! ```
 //!
