@@ -142,7 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (yc, yh) = (candle.forward(&x)?, hgemm.forward(&x)?);
         let err = rel_error(&yh, &yc)?;
         // NaN disagrees.
-        let agrees = err <= hgemm::testing::TOLERANCE;
+        let agrees = err <= hgemm::measure::TOLERANCE;
         disagreements += usize::from(!agrees);
         for _ in 0..args.warmup {
             candle.forward(&x)?;
@@ -186,10 +186,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if disagreements > 0 {
         return Err(format!(
             "{disagreements} token counts where hgemm and candle disagree beyond {}",
-            hgemm::testing::TOLERANCE
+            hgemm::measure::TOLERANCE
         )
         .into());
     }
-    println!("all outputs agree within {} (relative Frobenius error)", hgemm::testing::TOLERANCE);
+    println!("all outputs agree within {} (relative Frobenius error)", hgemm::measure::TOLERANCE);
     Ok(())
 }

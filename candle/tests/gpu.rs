@@ -51,7 +51,7 @@ fn assert_close(out: &Tensor, reference: &Tensor, what: &str) {
     let sum_sq_diff: f64 = o.iter().zip(&r).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum();
     let rms = (sum_sq_ref / r.len() as f64).sqrt();
     let rel = (sum_sq_diff / sum_sq_ref.max(f64::MIN_POSITIVE)).sqrt();
-    assert!(rel <= hgemm::testing::TOLERANCE, "{what}: relative error {rel:.3e}");
+    assert!(rel <= hgemm::measure::TOLERANCE, "{what}: relative error {rel:.3e}");
     for (i, (&a, &b)) in o.iter().zip(&r).enumerate() {
         let bound = (b.abs() as f64) / 128.0 + rms / 256.0;
         assert!(
