@@ -6,7 +6,7 @@ use crate::graph::Capture;
 use crate::launch;
 use crate::op::GemmOp;
 use crate::plan::{self, LaunchShape};
-use crate::tuned::{self, Choice, PriceCache, TuneTable};
+use crate::tuned::{PriceCache, TuneTable};
 use crate::workspace::Workspaces;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, sys};
 use cudarc::nvrtc::Ptx;
@@ -15,27 +15,11 @@ use hgemm_kernels::fused::BiasType;
 use hgemm_kernels::spec::{Family, KernelSpec};
 use std::sync::{Arc, OnceLock, RwLock};
 
+mod choice;
+mod fused;
 mod utility;
 
-/// The element types a bias vector may have ([`Gemm::gemm_bias`]): bf16 and f32.
-pub trait BiasElement: cudarc::driver::DeviceRepr + sealed::Sealed {
-    /// The type as the kernels name it.
-    const TYPE: BiasType;
-}
-
-impl BiasElement for bf16 {
-    const TYPE: BiasType = BiasType::Bf16;
-}
-
-impl BiasElement for f32 {
-    const TYPE: BiasType = BiasType::F32;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for half::bf16 {}
-    impl Sealed for f32 {}
-}
+pub use fused::BiasElement;
 
 /// No bias buffer, for the calls without one (its type is never used).
 const NO_BIAS: Option<&CudaSlice<bf16>> = None;
@@ -287,53 +271,6 @@ impl Gemm {
         self.run(None, stream, op, a, b, NO_BIAS, c)
     }
 
-    /// [`Gemm::gemm`] for a call with a bias (`op` declares its type, [`GemmOp::bias`]):
-    /// `C = act(alpha·A·B + bias) + beta·C` with `bias` over the GEMM's N columns (for a
-    /// [gated](GemmOp::gated) call all 2·I interleaved ones), and, with a
-    /// [`bias_stride`](GemmOp::bias_stride), one vector per batch entry. The bias's element type
-    /// must be the declared one and its buffer long enough ([`Error::Bias`],
-    /// [`Error::BufferTooSmall`]), 16-byte aligned ([`Error::Misaligned`]).
-    pub fn gemm_bias<A, B, E, V, C>(
-        &self,
-        stream: &CudaStream,
-        op: &GemmOp,
-        a: &A,
-        b: &B,
-        bias: &V,
-        c: &mut C,
-    ) -> Result<()>
-    where
-        A: DevicePtr<bf16>,
-        B: DevicePtr<bf16>,
-        E: BiasElement,
-        V: DevicePtr<E>,
-        C: DevicePtrMut<bf16>,
-    {
-        self.run(None, stream, op, a, b, Some(bias), c)
-    }
-
-    /// [`Gemm::gemm_bias`] with a pinned kernel ([`Gemm::gemm_with`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn gemm_bias_with<A, B, E, V, C>(
-        &self,
-        kernel: &KernelSpec,
-        stream: &CudaStream,
-        op: &GemmOp,
-        a: &A,
-        b: &B,
-        bias: &V,
-        c: &mut C,
-    ) -> Result<()>
-    where
-        A: DevicePtr<bf16>,
-        B: DevicePtr<bf16>,
-        E: BiasElement,
-        V: DevicePtr<E>,
-        C: DevicePtrMut<bf16>,
-    {
-        self.run(Some(kernel), stream, op, a, b, Some(bias), c)
-    }
-
     /// [`Gemm::gemm`] with a pinned kernel; [`Error::Unsupported`] if it cannot compute `op`
     /// (the ladder's v0–v6 compute only the dense C = A·Bᵀ).
     pub fn gemm_with<A, B, C>(
@@ -351,62 +288,6 @@ impl Gemm {
         C: DevicePtrMut<bf16>,
     {
         self.run(Some(kernel), stream, op, a, b, NO_BIAS, c)
-    }
-
-    /// The kernel `gemm` would run for `op` (`None` if no kernel of this family reads its layout).
-    pub fn choose(&self, op: &GemmOp) -> Option<&'static KernelSpec> {
-        self.choice(op).map(|c| c.kernel)
-    }
-
-    /// What `gemm` runs for `op`: the tuned choice for its shape ([`Gemm::tune`]) if there is
-    /// one, else [`Gemm::priced`].
-    pub fn choice(&self, op: &GemmOp) -> Option<Choice> {
-        self.choice_at(op, 0)
-    }
-
-    /// What `gemm` runs for `op` with C at device address `c` ([`tuned::pick`]): the tuned choice
-    /// where its entry can write this C, else what `auto`'s price picks among those that can.
-    pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
-            self.prices.get(op, col_major_writable, || {
-                tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
-            })
-        })
-    }
-
-    /// What `auto`'s price picks for `op` ([`choose`](crate::choose::choose)), whatever is tuned.
-    pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
-        Choice::priced(self.kernels(), op, self.info.sms)
-    }
-
-    fn tuned(&self, op: &GemmOp) -> Option<Choice> {
-        self.tuning.read().unwrap_or_else(|p| p.into_inner()).get(op)
-    }
-
-    /// The tuned choices ([`TuneTable::to_text`] saves them).
-    pub fn tuning(&self) -> TuneTable {
-        self.tuning.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Add the choices of a saved table ([`TuneTable::to_text`]); the table must have been
-    /// measured on a device of the same name and SM count, and every line must parse and name a
-    /// kernel of this build that computes its shape, or nothing is added ([`Error::Tuning`]).
-    /// Returns how many choices the text held.
-    pub fn load_tuning(&self, text: &str) -> Result<usize> {
-        let table = TuneTable::parse(text, self.family, &self.info.name, self.info.sms)?;
-        let n = table.len();
-        self.tuning.write().unwrap_or_else(|p| p.into_inner()).merge(table)?;
-        Ok(n)
-    }
-
-    /// Forget every tuned choice: `auto` runs what its price picks.
-    pub fn clear_tuning(&self) {
-        self.tuning.write().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
-    /// Run `choice` for every later call with `op`'s key (what [`Gemm::tune`] ends with).
-    pub(crate) fn insert_tuned(&self, op: &GemmOp, choice: Choice) -> Result<()> {
-        self.tuning.write().unwrap_or_else(|p| p.into_inner()).insert(op, choice)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -461,35 +342,6 @@ impl Gemm {
         C: DevicePtrMut<bf16>,
     {
         self.prepare_bias(kernel, stream, op, a, b, NO_BIAS, c)
-    }
-
-    /// [`Gemm::prepare`] for a call with a bias ([`Gemm::gemm_bias`]), or without (`None`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn prepare_bias<A, B, E, V, C>(
-        &self,
-        kernel: Option<&KernelSpec>,
-        stream: &CudaStream,
-        op: &GemmOp,
-        a: &A,
-        b: &B,
-        bias: Option<&V>,
-        c: &mut C,
-    ) -> Result<Prepared>
-    where
-        A: DevicePtr<bf16>,
-        B: DevicePtr<bf16>,
-        E: BiasElement,
-        V: DevicePtr<E>,
-        C: DevicePtrMut<bf16>,
-    {
-        if !op.validate_fused(a.len(), b.len(), bias.map(|v| (E::TYPE, v.len())), c.len())? {
-            return Ok(Prepared::Nothing);
-        }
-        let (pa, _ga) = a.device_ptr(stream);
-        let (pb, _gb) = b.device_ptr(stream);
-        let bias = bias.map(|v| v.device_ptr(stream));
-        let (pc, _gc) = c.device_ptr_mut(stream);
-        self.prepare_raw(kernel, op, pa, pb, bias.as_ref().map(|(p, _)| (*p, E::TYPE)), pc)
     }
 
     /// Enqueue a [`Prepared`] call on `stream`.
