@@ -20,6 +20,14 @@
 //! (§9.7.16.3, "Major-ness supported by strides"). With the 128-byte swizzle eight 128-byte rows
 //! form a 1024-byte atom: stride 1024, leading offset unused ("assumed 1").
 //!
+//! For an MN-major operand with a swizzle (§9.7.16.3.1.1 and §9.7.16.3.2, the tables of the
+//! leading and stride byte offsets) rows are K and each 128-byte row holds 64 consecutive M or N
+//! elements: the leading offset is the step from one such 64-element block along M or N to the
+//! next ("from the first (swizzle-byte-size/16) rows to the next", counting rows of 16 bytes),
+//! the stride offset the step between 8-row groups along K (1024 bytes for the 128-byte swizzle).
+//! CUTLASS's `make_umma_desc<Major::MN>` (cute/atom/mma_traits_sm100.hpp) states the same
+//! canonical SWIZZLE_128B layout in 16-byte units, `((8,n),(8,k)):((1,LBO),(8,SBO))`.
+//!
 //! Instruction descriptor for `.kind::f16` (§9.7.16.4.2, table "Instruction descriptor format"),
 //! 32 bits: 4–5 D type (1 = f32), 7–9 A type and 10–12 B type (1 = bf16), 13/14 negate A/B,
 //! 15/16 transpose A/B (0 = K-major), 17–22 N >> 3, 24–28 M >> 4; the rest zero for a dense MMA.
@@ -92,6 +100,30 @@ impl SmemDesc {
         SmemDesc::new().start_address(addr).leading_byte_offset(16).stride_byte_offset(1024).swizzle(Swizzle::B128)
     }
 
+    /// An MN-major tile of 128-byte rows (64 bf16 along M or N, one row per K index) with the
+    /// 128-byte swizzle, 1024-byte aligned, whose 64-element blocks along M or N (one TMA box
+    /// each) are `block_bytes` apart. A K step of 16 is two 8-row groups: the next descriptor
+    /// starts 2048 bytes on.
+    pub const fn mn_major_128b(addr: u32, block_bytes: u32) -> Self {
+        SmemDesc::new()
+            .start_address(addr)
+            .leading_byte_offset(block_bytes)
+            .stride_byte_offset(1024)
+            .swizzle(Swizzle::B128)
+    }
+
+    /// The 128B-swizzled tile at `addr` in either order, at K step `k` (16 elements each) of a
+    /// 64-deep slice: K-major, +32 bytes per step inside the swizzle atom; MN-major, +2048 (two
+    /// 8-row groups of K), its 64-wide blocks `block_bytes` apart.
+    #[inline(always)]
+    pub const fn slice_128b(addr: u32, mn_major: bool, block_bytes: u32, k: u32) -> Self {
+        if mn_major {
+            SmemDesc::mn_major_128b(addr + 2048 * k, block_bytes)
+        } else {
+            SmemDesc::k_major_128b(addr).advance(32 * k)
+        }
+    }
+
     /// The same descriptor `bytes` further on. Inside a 128-byte swizzle atom a K step of 16
     /// bf16 is +32 bytes: the hardware applies the swizzle to the address it computes, as for
     /// wgmma (DeepGEMM's `advance_umma_desc_lo` does the same).
@@ -158,6 +190,12 @@ impl InstrDesc {
     /// D (f32) += A (bf16, K-major) · B (bf16, K-major)ᵀ, M×N.
     pub const fn bf16_f32(m: u32, n: u32) -> Self {
         InstrDesc::new().d_f32().a_bf16().b_bf16().n(n).m(m)
+    }
+
+    /// [`bf16_f32`](Self::bf16_f32) with A M-major (`a_mn`) and B N-major (`b_mn`) where set:
+    /// the shared-memory descriptors then describe MN-major tiles ([`SmemDesc::mn_major_128b`]).
+    pub const fn bf16_f32_major(m: u32, n: u32, a_mn: bool, b_mn: bool) -> Self {
+        InstrDesc::bf16_f32(m, n).transpose_a(a_mn).transpose_b(b_mn)
     }
 }
 
@@ -254,6 +292,48 @@ mod tests {
         assert_eq!(d.advance(96).0 & !0x3fff, d.0 & !0x3fff);
         // The 18-bit shared address window: the encoding drops bits above 17.
         assert_eq!(SmemDesc::k_major_128b(0x4_0400).0 & 0x3fff, 0x40);
+    }
+
+    #[test]
+    fn instruction_descriptor_major_bits() {
+        // CUTLASS's UMMA::InstrDescriptor: a_major_ is bit 15, b_major_ bit 16, Major::MN = 1;
+        // every other field is that of the K-major descriptor.
+        let k = InstrDesc::bf16_f32(256, 256);
+        assert_eq!(InstrDesc::bf16_f32_major(256, 256, false, false), k);
+        assert_eq!(InstrDesc::bf16_f32_major(256, 256, true, false).0, k.0 | 1 << 15);
+        assert_eq!(InstrDesc::bf16_f32_major(256, 256, false, true).0, k.0 | 1 << 16);
+        assert_eq!(InstrDesc::bf16_f32_major(256, 256, true, true).0, 0x1041_8490);
+        assert_eq!(InstrDesc::bf16_f32_major(128, 256, true, true).0, 0x0841_8490);
+    }
+
+    #[test]
+    fn mn_major_128b_tile() {
+        // A 128-row M-major share of A stored as two 64(M)×64(K) TMA boxes of 8 KiB at 0x8000:
+        // start 0x800, LBO 8192 >> 4 (the step between the 64-element blocks along M), SBO
+        // 1024 >> 4 (8 rows of K), version 0b001, swizzle 2 — the fields CUTLASS's
+        // `make_umma_desc<Major::MN>` derives from `((8,2),(8,4)):((1,512),(8,64))` in 16-byte units.
+        let d = SmemDesc::mn_major_128b(0x8000, 8192);
+        assert_eq!(d.0, (2u64 << 61) | (1u64 << 46) | (64u64 << 32) | (512u64 << 16) | 0x800);
+        // K steps: two 8-row groups (2048 bytes) each, four per 64-deep slice; only the start
+        // address moves.
+        for k in 0..4 {
+            let s = SmemDesc::slice_128b(0x8000, true, 8192, k);
+            assert_eq!(s.0 & 0x3fff, 0x800 + 128 * k as u64);
+            assert_eq!(s.0 & !0x3fff, d.0 & !0x3fff);
+        }
+        // The K-major form of the same call is v7's descriptor, +32 bytes per step.
+        for k in 0..4 {
+            assert_eq!(SmemDesc::slice_128b(0x400, false, 0, k), SmemDesc::k_major_128b(0x400).advance(32 * k));
+        }
+        // The byte offset of element (mn, k) of such a tile, as the descriptor describes it: the
+        // 16-byte chunk (mn % 64) / 8 of row k of block mn / 64, XOR-swizzled by k % 8 (the TMA
+        // box's SWIZZLE_128B layout, `staging::offset` with rows k and columns mn).
+        let at = |mn: u32, k: u32| 8192 * (mn / 64) + crate::staging::offset(k, mn % 64);
+        // Block 1 begins LBO bytes in; K row 8 begins SBO bytes in; chunks permute within a row.
+        assert_eq!(at(64, 0), 8192);
+        assert_eq!(at(0, 8), 1024);
+        assert_eq!(at(8, 1), 128 + (1 ^ 1) * 16);
+        assert_eq!(at(16, 3), 3 * 128 + (2 ^ 3) * 16);
     }
 
     #[test]
