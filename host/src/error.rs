@@ -81,6 +81,14 @@ pub enum Error {
         /// Why not.
         reason: String,
     },
+    /// A Blackwell entry lacks what the call needs (Hopper's v7 entries have it), named by
+    /// [`Lack`]: not a shortcoming of the call, which a Hopper GPU computes.
+    Lacks {
+        /// The kernel ("auto" when none fits).
+        kernel: &'static str,
+        /// What it lacks.
+        lack: Lack,
+    },
     /// A tuning table that does not fit this handle or does not parse, or tuning that found two
     /// kernels disagreeing, with the reason.
     Tuning(String),
@@ -133,6 +141,7 @@ impl fmt::Display for Error {
             }
             Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
             Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
+            Error::Lacks { kernel, lack } => write!(f, "{kernel} cannot compute this call: it lacks {lack}"),
             Error::Tuning(why) => write!(f, "tuning: {why}"),
             Error::Graph(why) => write!(f, "CUDA graph capture: {why}"),
             Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),
@@ -141,6 +150,37 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// What Blackwell's library entries (`blackwell_lib_*`) do not have yet, where Hopper's v7 entries
+/// do ([`Error::Lacks`]). Non-exhaustive: each goes once the entries have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lack {
+    /// A fused epilogue: bias, activation or gated units ([`GemmOp::bias`](crate::GemmOp::bias),
+    /// [`GemmOp::activation`](crate::GemmOp::activation), [`GemmOp::gated`](crate::GemmOp::gated)).
+    FusedEpilogue,
+    /// Stores of a C that TMA cannot write whole: in the kernel's form of the call (C row-major)
+    /// its N, leading dimension or batch stride is not a multiple of 8 elements, or C does not
+    /// start 16-byte aligned. Hopper's v7 stores such columns from registers.
+    RaggedC,
+}
+
+impl fmt::Display for Lack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Lack::FusedEpilogue => {
+                write!(
+                    f,
+                    "a fused epilogue (bias, activation or gated units), which Blackwell's entries do not have yet"
+                )
+            }
+            Lack::RaggedC => write!(
+                f,
+                "stores of a C that TMA cannot write whole (its contiguous dimension, leading dimension and batch stride multiples of 8 elements, its address 16-byte aligned), which Blackwell's entries do not have yet"
+            ),
+        }
+    }
+}
 
 impl Error {
     pub(crate) fn driver(call: &'static str, e: cudarc::driver::DriverError) -> Error {

@@ -427,6 +427,15 @@ impl Gemm {
             None => {
                 let choice = self.choice_at(op, pc).ok_or_else(|| {
                     let (rop, _) = op.row_major_c();
+                    // What the family's general entries lack for this call, named, where that
+                    // is why none takes it (Blackwell's, `Error::Lacks`).
+                    let lacks = self.kernels().filter(|k| k.general).find_map(|k| match plan::kernel_accepts(k, op) {
+                        Err(Error::Lacks { lack, .. }) => Some(lack),
+                        _ => None,
+                    });
+                    if let Some(lack) = lacks {
+                        return Error::Lacks { kernel: "auto", lack };
+                    }
                     if op.fused() && !self.kernels().any(plan::fuses_epilogue) {
                         return Error::Unsupported {
                             kernel: "auto",

@@ -130,7 +130,7 @@ mod tuned;
 mod workspace;
 
 pub use device::DeviceInfo;
-pub use error::{Error, Result};
+pub use error::{Error, Lack, Result};
 pub use gemm::{BiasElement, Gemm, Prepared};
 pub use glu::interleave_gate_up;
 pub use hgemm_kernels::fused::{Activation, BiasType};

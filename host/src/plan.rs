@@ -2,7 +2,7 @@
 //! (tensor-map parameters, scalar arguments, grid and stream-K split) by plain Rust, before
 //! anything touches the GPU; and the kernel's own refusals of a call, worded.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Lack, Result};
 use crate::op::{GemmOp, Layout};
 use crate::tensor_map::TensorMapParams;
 use hgemm_kernels::args::GemmArgs;
@@ -114,6 +114,10 @@ pub(crate) enum Refusal {
     NotNative,
     /// A fused epilogue (bias, activation, gating) for an entry without one.
     Epilogue,
+    /// A C that TMA cannot write whole (its N, leading dimension or batch stride not a multiple
+    /// of 8 elements, in the kernel's form) for an entry that stores C only through TMA and writes
+    /// every tile's columns (Blackwell's library entries).
+    RaggedC,
     Orders,
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
@@ -135,6 +139,10 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if op.fused() && !fuses_epilogue(spec) {
         Some(Refusal::Epilogue)
+    } else if needs_whole_c(spec)
+        && !(op.n.is_multiple_of(8) && tma_strides_fit(op.ldc as u64, op.stride_c as u64, op.batch as u32))
+    {
+        Some(Refusal::RaggedC)
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -144,7 +152,26 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
     }
 }
 
+/// Whether `spec` is a general entry that stores C only through TMA, row-major: it takes only
+/// calls whose C TMA writes whole ([`Refusal::RaggedC`]; Blackwell's library entries). Hopper's
+/// v7 entries that write C row-major store the rest from registers
+/// ([`KernelSpec::stores_any_c`]); those that write it column-major are held to the same by
+/// [`Refusal::ColMajorC`].
+pub const fn needs_whole_c(spec: &KernelSpec) -> bool {
+    spec.general && !spec.c_col_major && !spec.stores_any_c()
+}
+
 impl Refusal {
+    /// The error reporting it: what a Blackwell entry lacks by name ([`Error::Lacks`]), anything
+    /// else worded ([`Error::Unsupported`]).
+    fn error(&self, spec: &KernelSpec) -> Error {
+        match (self, spec.family) {
+            (Refusal::Epilogue, Family::Blackwell) => Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue },
+            (Refusal::RaggedC, _) => Error::Lacks { kernel: spec.name, lack: Lack::RaggedC },
+            _ => Error::Unsupported { kernel: spec.name, reason: self.reason(spec) },
+        }
+    }
+
     fn reason(&self, spec: &KernelSpec) -> String {
         match *self {
             // The kernel stores C only through TMA, which writes whole 16-byte chunks.
@@ -168,6 +195,7 @@ impl Refusal {
                 spec.version
             ),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
+            Refusal::RaggedC => Lack::RaggedC.to_string(),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
             }
@@ -213,7 +241,7 @@ pub fn supports(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
 /// The kernel's own checks of [`supports`], for a call whose shape is valid.
 pub(crate) fn kernel_accepts(spec: &KernelSpec, op: &GemmOp) -> Result<()> {
     match refusal(spec, &for_kernel(spec, op).0) {
-        Some(r) => Err(Error::Unsupported { kernel: spec.name, reason: r.reason(spec) }),
+        Some(r) => Err(r.error(spec)),
         None => Ok(()),
     }
 }
@@ -283,6 +311,10 @@ pub fn plan_fused(
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
     // for stores at all, but must still describe something).
     let tma_columns = args.tma_store_columns(c_len as u32) as u64;
+    // Its strides were checked (`Refusal::RaggedC`); C's address is known only here.
+    if needs_whole_c(spec) && tma_columns < c_len {
+        return Err(Error::Lacks { kernel: spec.name, lack: Lack::RaggedC });
+    }
     let c_cols = if tma_columns == 0 { c_len } else { tma_columns };
     // C first: with K = 0, A's and B's maps point at C, whose fault it then is.
     let map_c = match spec.c_box {
@@ -617,14 +649,17 @@ mod tests {
         // An activation alone plans without a bias.
         let relu = GemmOp::new(300, 512, 64).activation(Activation::Relu);
         assert_eq!(plan(v7, &relu, 0x1000, 0x2000, 0x3000).unwrap().args.epilogue, relu.epilogue());
-        // No ladder entry and no Blackwell entry fuses an epilogue; each says so.
+        // No ladder entry and no Blackwell entry fuses an epilogue; each says so, Blackwell's by
+        // name (`Error::Lacks`).
         assert!(matches!(supports(&hopper::v6::SPEC, &relu), Err(Error::Unsupported { .. })));
-        let bw = &hgemm_kernels::blackwell::v7::SPEC;
-        assert!(
-            matches!(supports(bw, &relu), Err(Error::Unsupported { reason, .. }) if reason.contains("no fused epilogue")),
-            "{:?}",
-            supports(bw, &relu)
-        );
+        for bw in hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell) {
+            assert_eq!(
+                supports(bw, &relu),
+                Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }),
+                "{}",
+                bw.name
+            );
+        }
         // Every Hopper v7 entry takes what it takes with the epilogue that scales (entries that
         // shift their last staging box take one column of tiles then).
         for spec in hopper::v7::VARIANTS.iter().chain([v7]) {

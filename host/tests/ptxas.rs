@@ -346,6 +346,68 @@ fn tensor_ceilings_are_their_tiles_mmas_alone() {
     }
 }
 
+/// Blackwell's library entries (`blackwell_lib_*`), one per pair of storage orders, assemble for
+/// sm_100a and sm_103a without a warning, stack or spill (checked for every kernel in `table`),
+/// and their code is what each is meant to be: the pair MMA (UTCHMMA) with the instruction
+/// descriptor of its orders, the operands' TMA loads to the pair's barrier (`.cta_group::2`), a
+/// plain TMA load (C's box, for beta) and TMA stores.
+#[test]
+fn blackwell_library_entries_hold_their_mmas_and_tma() {
+    use hgemm_kernels::desc::tcgen05::InstrDesc;
+    use hgemm_kernels::spec::Major;
+    let text = ptx::all().into_iter().find(|(f, _)| *f == Family::Blackwell).unwrap().1;
+    let entries = hgemm_kernels::blackwell::lib::ENTRIES;
+    assert_eq!(entries.len(), 4);
+    for &arch in ptx::ptxas_archs(Family::Blackwell) {
+        let asm = assemble(Family::Blackwell, text, arch);
+        assert!(asm.warnings.is_empty(), "ptxas -arch {arch} warned:\n{}", asm.warnings.join("\n"));
+        for spec in entries {
+            let r = &asm.resources[spec.name];
+            assert_eq!((r.stack, r.spill_stores, r.spill_loads), (0, 0, 0), "{} on {arch}: {r:?}", spec.name);
+            let s = &asm.sass[spec.name];
+            // Four k16 MMAs per 64-deep slice; A, B and C loaded, C stored.
+            assert!(s.mma >= 4 && s.tma_load >= 3 && s.tma_store >= 1, "{} on {arch}: {s:?}", spec.name);
+        }
+    }
+    let dump = |arch: &str| {
+        let dir = std::env::temp_dir().join(format!("hgemm-ptxas-lib-{}-{arch}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, cubin) = (dir.join("lib.ptx"), dir.join("lib.cubin"));
+        std::fs::write(&src, text).unwrap();
+        let ok = Command::new(cuda_tool("ptxas")).args(["-arch", arch, "-o"]).arg(&cubin).arg(&src).status().unwrap();
+        assert!(ok.success(), "ptxas -arch {arch}");
+        let out = Command::new(cuda_tool("cuobjdump")).arg("-sass").arg(&cubin).output().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for &arch in ptx::ptxas_archs(Family::Blackwell) {
+        let sass = dump(arch);
+        for spec in entries {
+            let at =
+                sass.find(&format!("Function : {}\n", spec.name)).unwrap_or_else(|| panic!("{} on {arch}", spec.name));
+            let body = &sass[at..at + 1 + sass[at + 1..].find("Function : ").unwrap_or(sass.len() - at - 1)];
+            // The pair MMA, the operands' loads to the pair's barrier, C's plain load and store.
+            assert!(body.contains("UTCHMMA.2CTA"), "{} on {arch}: no UTCHMMA.2CTA", spec.name);
+            assert!(body.contains("UTMALDG.3D.2CTA"), "{} on {arch}: no UTMALDG.3D.2CTA", spec.name);
+            assert!(body.contains("UTMALDG.3D ["), "{} on {arch}: no plain UTMALDG.3D (C for beta)", spec.name);
+            assert!(body.contains("UTMASTG.3D"), "{} on {arch}: no UTMASTG.3D", spec.name);
+        }
+    }
+    for spec in entries {
+        let body = entry_body(text, spec.name);
+        let (a_mn, b_mn) = (spec.a_major == Major::MN, spec.b_major == Major::MN);
+        // The instruction descriptor of its orders, as an immediate (M = 256, N = 256).
+        let idesc = InstrDesc::bf16_f32_major(256, 256, a_mn, b_mn).0;
+        assert!(body.contains(&idesc.to_string()), "{}: instruction descriptor {idesc:#x} missing", spec.name);
+        // One operand load per K-major operand and two per MN-major one, in each copy of the loop.
+        let pair_loads = body.matches("complete_tx::bytes.cta_group::2 [").count() as u32;
+        let per_slice = 1 + a_mn as u32 + 1 + b_mn as u32;
+        assert!(pair_loads > 0 && pair_loads.is_multiple_of(per_slice), "{}: {pair_loads} pair loads", spec.name);
+        assert_eq!(body.matches("tcgen05.mma.cta_group::2.kind::f16").count() % 4, 0, "{}", spec.name);
+        assert!(body.contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"), "{}", spec.name);
+    }
+}
+
 /// docs/blackwell.md repeats the Blackwell rows of docs/resources.md (which the test above keeps
 /// equal to ptxas's output) beside the seed's numbers: registers of both targets, shared memory,
 /// and sm_100a's SASS counts must agree.
@@ -369,8 +431,8 @@ fn blackwell_doc_table_matches_the_resource_table() {
         let mut out = String::new();
         for line in ladder.lines() {
             let c = cells(line);
-            let spec = hgemm_kernels::kernels()
-                .find(|s| s.family == Family::Blackwell && c.len() == 10 && c[0] == format!("v{}", s.version));
+            let spec =
+                hgemm_kernels::blackwell::LADDER.iter().find(|s| c.len() == 10 && c[0] == format!("v{}", s.version));
             match spec {
                 Some(spec) => {
                     let (a, b) = (resource_row(spec.name, "sm_100a"), resource_row(spec.name, "sm_103a"));
@@ -388,7 +450,7 @@ fn blackwell_doc_table_matches_the_resource_table() {
         std::fs::write(docs.join("blackwell.md"), out).unwrap();
         return;
     }
-    for spec in hgemm_kernels::kernels().filter(|s| s.family == Family::Blackwell) {
+    for spec in hgemm_kernels::blackwell::LADDER {
         // version | adds | registers (sm_100a / sm_103a) | smem | MMA | TMA load | TMA store | mbarrier ops | bar | seed
         let version = format!("v{}", spec.version);
         let doc = ladder

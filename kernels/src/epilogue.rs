@@ -283,7 +283,6 @@ impl Fused {
 }
 
 /// The two f32 of a packed bf16 pair (`lo` from the low half): a bf16 is the top half of an f32.
-#[cfg(hopper)]
 #[inline(always)]
 pub fn bf16x2_to_f32(packed: u32) -> (f32, f32) {
     (f32::from_bits(packed << 16), f32::from_bits(packed & 0xffff_0000))

@@ -66,7 +66,7 @@ pub fn ladder_of(family: spec::Family) -> &'static [spec::KernelSpec] {
 
 /// Every GEMM kernel of every family: the ladders, then the library's other entries.
 pub fn kernels() -> impl Iterator<Item = &'static spec::KernelSpec> {
-    hopper::LADDER.iter().chain(hopper::v7::VARIANTS).chain(blackwell::LADDER)
+    hopper::LADDER.iter().chain(hopper::v7::VARIANTS).chain(blackwell::LADDER).chain(blackwell::lib::ENTRIES)
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -7,7 +7,7 @@ use hgemm_kernels::spec::Major;
 
 #[test]
 fn shapes_no_kernel_can_index_get_no_kernel() {
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     let pick = |op: &GemmOp, sms| choose(kernels.iter().copied(), op, sms).map(|s| s.name);
     // Valid spans, but 2^46 wide tiles or more: every entry's 32-bit tile index would wrap.
     let huge = GemmOp::new(i32::MAX as usize, i32::MAX as usize, 8);
@@ -35,7 +35,7 @@ fn shapes_no_kernel_can_index_get_no_kernel() {
 
 #[test]
 fn plans_map_each_layout_onto_the_kernel_coordinates() {
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     let op = GemmOp::new(300, 200, 64).a(Layout::ColMajor, 304).b(Layout::RowMajor, 200);
     let spec = choose(kernels.iter().copied(), &op, 132).unwrap();
     assert_eq!((spec.a_major, spec.b_major), (Major::MN, Major::MN));
@@ -51,7 +51,7 @@ fn plans_map_each_layout_onto_the_kernel_coordinates() {
 #[test]
 fn offline_functions_refuse_what_gemm_refuses() {
     let v7 = &hopper::v7::SPEC;
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     // Calls `validate` refuses are refused by `supports` and `shape` too, not cut to 32 bits.
     for op in [
         GemmOp::new(8192, 8192, (1 << 32) + 8192),
@@ -80,7 +80,7 @@ fn offline_functions_refuse_what_gemm_refuses() {
 
 #[test]
 fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     let pick = |m, n, k| {
         let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
         (s.tile_m, s.tile_n)
@@ -431,7 +431,7 @@ fn the_issue_sweep_keeps_its_measured_plans() {
     // The kernel and the stream-K split of each shape of the Hopper performance target, as
     // measured in the README's sweep: a change to the chooser or the schedule that moves one
     // of them has to be measured again.
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     let wide = [
         ((8192, 8192, 8192), true),
         ((4096, 4096, 4096), false),
@@ -460,7 +460,7 @@ fn thin_tiles_spread_every_unit() {
     // Decode-like calls, M of 1–64 and N = 28672: 448 thin tiles on 132 SMs, or 224 pairs of
     // narrow ones on 66 pairs. They split every unit (thin tiles: measured 1.3–3% faster than
     // two whole waves and the rest split); the wide tile keeps its whole waves.
-    let kernels: Vec<&KernelSpec> = hgemm_kernels::kernels().collect();
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
     for (m, k, name, share) in [
         (1, 8192, "hopper_v7_narrow16_kk_cm", 435),
         (32, 4096, "hopper_v7_narrow32_kk_cm", 218),
@@ -475,4 +475,10 @@ fn thin_tiles_spread_every_unit() {
     let op = GemmOp::new(8192, 8192, 8192);
     let wide = choose(kernels.iter().copied(), &op, 132).unwrap();
     assert_eq!(wide.schedule(&op.shape_args(), 66).unwrap().dp_units, 14 * 66);
+}
+
+/// Hopper's kernels, what a Hopper device's handle prices (Blackwell's are weighed on a
+/// Blackwell device alone: host/tests/blackwell.rs).
+fn hopper_kernels() -> Vec<&'static KernelSpec> {
+    hgemm_kernels::kernels().filter(|k| k.family == hgemm_kernels::spec::Family::Hopper).collect()
 }

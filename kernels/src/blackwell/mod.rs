@@ -24,6 +24,7 @@ use crate::desc::tcgen05::TmemAddr;
 use crate::spec::{Family, KernelSpec};
 
 crate::ladder!(v0 v1 v2 v3 v4 v5 v6 v7);
+pub mod lib;
 
 /// What every version starts from ([`KernelSpec::ladder`], tiles visited in groups of one
 /// row); each sets what it adds.

@@ -332,8 +332,10 @@ mod tests {
         // Block 1 begins LBO bytes in; K row 8 begins SBO bytes in; chunks permute within a row.
         assert_eq!(at(64, 0), 8192);
         assert_eq!(at(0, 8), 1024);
-        assert_eq!(at(8, 1), 128 + (1 ^ 1) * 16);
-        assert_eq!(at(16, 3), 3 * 128 + (2 ^ 3) * 16);
+        let (chunk, row) = (1u32, 1u32);
+        assert_eq!(at(8 * chunk, row), 128 * row + 16 * (chunk ^ row));
+        let (chunk, row) = (2u32, 3u32);
+        assert_eq!(at(8 * chunk, row), 128 * row + 16 * (chunk ^ row));
     }
 
     #[test]

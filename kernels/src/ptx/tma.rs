@@ -115,6 +115,20 @@ pub fn load_3d_multicast(dst: u32, map: TensorMap, x: i32, y: i32, z: i32, bar: 
     };
 }
 
+/// [`load_3d`] with `.cta_group::2` (see [`load_2d_cta_group2`]): the bytes are counted on the
+/// barrier at `bar`'s offset in the CTA of rank `bar_cta` of this pair.
+#[inline(always)]
+pub fn load_3d_cta_group2(dst: u32, map: TensorMap, x: i32, y: i32, z: i32, bar: Barrier, bar_cta: u32) {
+    let remote = super::cluster::mapa(bar.0, bar_cta);
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}];",
+            d = in(reg32) dst, m = in(reg64) map.0, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, b = in(reg32) remote,
+            options(nostack)
+        )
+    };
+}
+
 /// `cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group` — [`store_2d`] for a rank-3 map.
 #[inline(always)]
 pub fn store_3d(map: TensorMap, x: i32, y: i32, z: i32, src: u32) {

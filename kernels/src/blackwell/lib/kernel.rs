@@ -1,0 +1,242 @@
+//! The body of every library entry ([`super::entries`]): v6's three roles, with the loads of
+//! either storage order, the batch entry as the maps' third coordinate, and an epilogue that
+//! scales by alpha and adds beta·C.
+
+use super::*;
+use crate::args::GemmArgs;
+use crate::desc::tcgen05::{SmemDesc, TmemAddr};
+use crate::ptx::tma::TensorMap;
+use crate::staging::Staging;
+
+/// Convert 64 accumulator columns starting at `acc` to `alpha·acc + beta·old` in bf16, where
+/// `old` is what the staging box holds (C's box, loaded by TMA) if `beta_c`, and write them back
+/// into the box, row `32·(warp % 4) + lane` from the lane of the same number. With `no_acc`
+/// (K = 0) the accumulator, never written, is not read: the result is `beta·old`.
+#[inline(always)]
+fn stage_scaled(acc: TmemAddr, staging: Staging, warp: u32, lane: u32, args: &GemmArgs, beta_c: bool, no_acc: bool) {
+    use crate::epilogue::bf16x2_to_f32;
+    use crate::ptx::{
+        cvt,
+        tcgen05::{self, TmemFragment},
+    };
+    let row = 32 * (warp % 4) + lane;
+    for half in 0..2 {
+        let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
+        r.wait_ld();
+        let mut packed = [0u32; 16];
+        r.for_each_pair(|p, lo, hi| {
+            // A select, not a product: stale tensor memory may hold NaN.
+            let (mut lo, mut hi) = if no_acc { (0.0, 0.0) } else { (args.alpha * lo, args.alpha * hi) };
+            if beta_c {
+                let (old_lo, old_hi) = bf16x2_to_f32(staging.load_b32(row, 32 * half + 2 * p));
+                lo += args.beta * old_lo;
+                hi += args.beta * old_hi;
+            }
+            packed[p as usize] = cvt::rn_bf16x2_f32(lo, hi);
+        });
+        for q in 0..4 {
+            let chunk = [packed[4 * q], packed[4 * q + 1], packed[4 * q + 2], packed[4 * q + 3]];
+            staging.store_v4(row, 32 * half + 8 * q as u32, chunk);
+        }
+    }
+}
+
+/// The kernel: `A_MN`/`B_MN` say whether A is M-major and B N-major.
+#[inline(always)]
+pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], args: &GemmArgs) {
+    use crate::pipeline::PipelineState;
+    use crate::ptx::mbarrier::{self, Barrier};
+    use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
+
+    // No fused epilogue here (`crate::fused`): the host refuses such calls; one that slipped
+    // through stops the kernel instead of returning a plain GEMM.
+    if !args.epilogue.is_none() {
+        crate::ptx::trap();
+    }
+    let [map_a, map_b, map_c] = maps;
+    let (a_box, b_box) = (operand_box(A_MN, BM), operand_box(B_MN, B_SHARE));
+    let base = smem::base();
+    let full = |s: u32| Barrier::at(base + SMEM.barrier(0), s);
+    let empty = |s: u32| Barrier::at(base + SMEM.barrier(STAGES), s);
+    let mainloop = |a: u32| Barrier::at(base + SMEM.barrier(2 * STAGES), a);
+    let epilogue = |a: u32| Barrier::at(base + SMEM.barrier(2 * STAGES + ACC_STAGES), a);
+    let c_load = Barrier(base + SMEM.barrier(2 * STAGES + 2 * ACC_STAGES));
+    let tid = sreg::tid_x();
+    let (warp, lane) = (tid / 32, tid % 32);
+    let rank = sreg::cluster_ctarank();
+
+    let this = spec("", A_MN, B_MN);
+    let sched = this.scheduler(args.m, args.n);
+    let tiles = sched.num_tiles();
+    let units = tiles * args.batch;
+    // Unit `u` is tile `u % tiles` of batch entry `u / tiles`; this CTA's rows of it.
+    let origin = |unit: u32| {
+        let (tm, tn) = sched.tile(unit % tiles);
+        (tm * BM * CLUSTER + rank * BM, tn * BN, (unit / tiles) as i32)
+    };
+    let (first_unit, units_step) = (sreg::clusterid_x(), sreg::nclusterid_x());
+
+    if tid == 0 {
+        for map in maps {
+            tma::prefetch_tensormap(map);
+        }
+        for s in 0..STAGES {
+            // Both producers arrive on rank 0's full[s]; rank 1's stays unused.
+            mbarrier::init(full(s), CLUSTER);
+            mbarrier::init(empty(s), 1);
+        }
+        for a in 0..ACC_STAGES {
+            mbarrier::init(mainloop(a), 1);
+            // One arrival per CTA's epilogue warpgroup, on rank 0's barrier.
+            mbarrier::init(epilogue(a), CLUSTER);
+        }
+        mbarrier::init(c_load, 1);
+        fence::mbarrier_init_release_cluster();
+    }
+    if warp == 1 {
+        tcgen05::alloc::<CLUSTER>(base + SMEM.tmem_slot, TMEM_COLS);
+        tcgen05::relinquish_alloc_permit::<CLUSTER>();
+        tcgen05::fence_before_thread_sync();
+    }
+    // The barrier inits must be visible to the peer before it arrives on them, and the slot is
+    // read only after the barrier that follows the allocation.
+    cluster::sync();
+    tcgen05::fence_after_thread_sync();
+    let tmem = TmemAddr(smem::ld_b32(base + SMEM.tmem_slot));
+
+    let nk = args.k.div_ceil(BK);
+    if warp == 0 && lane == 0 {
+        let mut st = PipelineState::<STAGES>::producer();
+        let mut unit = first_unit;
+        while unit < units {
+            let (m0, n0, z) = origin(unit);
+            // This CTA's rows of B: the pair MMA reads each CTA's half of the N tile.
+            let nb = n0 + rank * B_SHARE;
+            for kb in 0..nk {
+                mbarrier::wait(empty(st.stage), st.phase);
+                let s = st.stage;
+                let k = (kb * BK) as i32;
+                // Whole boxes, also past M, N or K: TMA writes zeros there and counts their bytes.
+                mbarrier::arrive_expect_tx_relaxed_cluster(full(s), 0, STAGE_BYTES);
+                let load =
+                    |dst: u32, map, x: u32, y: i32| tma::load_3d_cta_group2(dst, map, x as i32, y, z, full(s), 0);
+                let (a_dst, b_dst) = (base + SMEM.a_stage(s), base + SMEM.b_stage(s));
+                if A_MN {
+                    for i in 0..BM / SPAN {
+                        load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k);
+                    }
+                } else {
+                    tma::load_3d_cta_group2(a_dst, map_a, k, m0 as i32, z, full(s), 0);
+                }
+                if B_MN {
+                    for i in 0..B_SHARE / SPAN {
+                        load(b_dst + i * b_box.bytes(), map_b, nb + i * SPAN, k);
+                    }
+                } else {
+                    tma::load_3d_cta_group2(b_dst, map_b, k, nb as i32, z, full(s), 0);
+                }
+                st.advance();
+            }
+            unit += units_step;
+        }
+        // Wait for the last release of every stage, so no commit arrival is still on its way to
+        // this CTA's barriers when it exits (CUTLASS's producer tail does the same); here they
+        // come from rank 0's MMA thread, in both CTAs.
+        for _ in 0..STAGES {
+            mbarrier::wait(empty(st.stage), st.phase);
+            st.advance();
+        }
+    } else if warp == 1 && lane == 0 && rank == 0 {
+        let idesc = idesc(A_MN, B_MN);
+        let mut st = PipelineState::<STAGES>::new();
+        let mut acc = PipelineState::<ACC_STAGES>::producer();
+        let mut unit = first_unit;
+        while unit < units {
+            mbarrier::wait(epilogue(acc.stage), acc.phase);
+            tcgen05::fence_after_thread_sync();
+            let d = tmem.offset(0, acc.stage * BN);
+            for kb in 0..nk {
+                mbarrier::wait(full(st.stage), st.phase);
+                tcgen05::fence_after_thread_sync();
+                let s = st.stage;
+                for k in 0..BK / 16 {
+                    let a = SmemDesc::slice_128b(base + SMEM.a_stage(s), A_MN, a_box.bytes(), k);
+                    let b = SmemDesc::slice_128b(base + SMEM.b_stage(s), B_MN, b_box.bytes(), k);
+                    tcgen05::mma_f16_ss::<CLUSTER>(d, a, b, idesc, (kb + k != 0) as u32);
+                }
+                tcgen05::commit_multicast::<CLUSTER>(empty(s), PAIR_MASK);
+                st.advance();
+            }
+            // With K = 0 no MMA is pending: the commit arrives at once, and the epilogue reads
+            // no accumulator.
+            tcgen05::commit_multicast::<CLUSTER>(mainloop(acc.stage), PAIR_MASK);
+            acc.advance();
+            unit += units_step;
+        }
+    } else if warp >= EPILOGUE_WARP0 {
+        let issuer = tid == EPILOGUE_WARP0 * 32;
+        let beta_c = args.beta != 0.0;
+        let mut acc = PipelineState::<ACC_STAGES>::new();
+        let mut c_phase = 0;
+        let mut unit = first_unit;
+        while unit < units {
+            let (m0, n0, z) = origin(unit);
+            mbarrier::wait(mainloop(acc.stage), acc.phase);
+            tcgen05::fence_after_thread_sync();
+
+            // BN / BOX_COLS is even, so box j % 2 also alternates from one tile to the next.
+            for j in 0..BN / BOX_COLS {
+                let staging = Staging(base + SMEM.c + (j % C_BUFFERS) * C_BOX.bytes());
+                let last = j == BN / BOX_COLS - 1;
+                let x = (n0 + j * BOX_COLS) as i32;
+                if issuer {
+                    // The store issued from this box two boxes ago has read it.
+                    tma::wait_group_read::<{ C_BUFFERS - 1 }>();
+                }
+                if beta_c {
+                    // C's box lands in the staging box (zeros past M and N); the issuer loads it
+                    // only once the box is free, and every thread waits for its bytes.
+                    if issuer {
+                        mbarrier::arrive_expect_tx(c_load, C_BOX.bytes());
+                        tma::load_3d(staging.0, map_c, x, m0 as i32, z, c_load);
+                    }
+                    mbarrier::wait(c_load, c_phase);
+                    c_phase ^= 1;
+                } else {
+                    bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                }
+                let cols = tmem.offset(0, acc.stage * BN + j * BOX_COLS);
+                stage_scaled(cols, staging, warp, lane, args, beta_c, nk == 0);
+                // The staged bytes are read by the TMA engine (async proxy); the accumulator is
+                // released after its last columns are read.
+                fence::proxy_async_shared_cta();
+                if last {
+                    tcgen05::fence_before_thread_sync();
+                }
+                bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                if issuer {
+                    tma::store_3d(map_c, x, m0 as i32, z, staging.0);
+                    tma::commit_group();
+                    if last {
+                        mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                    }
+                }
+            }
+            acc.advance();
+            unit += units_step;
+        }
+        if issuer {
+            tma::wait_group::<0>();
+        }
+    }
+
+    // Both CTAs have read their accumulators (rank 0's MMAs, which write both, are complete)
+    // before either frees the pair's columns, and neither exits while the other may still
+    // arrive on its barriers.
+    tcgen05::fence_before_thread_sync();
+    cluster::sync();
+    if warp == 1 {
+        tcgen05::fence_after_thread_sync();
+        tcgen05::dealloc::<CLUSTER>(tmem, TMEM_COLS);
+    }
+}

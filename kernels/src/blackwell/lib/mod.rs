@@ -1,0 +1,215 @@
+//! Blackwell's library entry — v6's persistent pair pipeline as the library's GEMM on sm_100f:
+//! either storage order of A and B, strided batches, alpha/beta with C loaded for beta, partial
+//! tiles; C column-major through the host's turning the call round (Cᵀ = B·Aᵀ,
+//! `hgemm::plan::for_kernel`).
+//!
+//! v6's design is kept: CTA pairs stacked along M, each CTA 128×256 of C, one `cta_group::2`
+//! MMA of M = 256 from rank 0, six 64-deep stages, two accumulators in all 512 tensor-memory
+//! columns, a TMA-store epilogue through two 128B-swizzled staging boxes. Generalised:
+//! - **Storage order**: an MN-major operand arrives in 64(M or N)×64(K) boxes, two per CTA share,
+//!   read with the instruction descriptor's transpose bits and MN-major shared-memory
+//!   descriptors ([`crate::desc::tcgen05::SmemDesc::mn_major_128b`]). One entry per pair of
+//!   orders ([`entries`]).
+//! - **Batches**: rank-3 tensor maps, the batch entry their outer coordinate; unit `u` is tile
+//!   `u % tiles` of entry `u / tiles`.
+//! - **alpha/beta**: the epilogue scales each accumulator value by alpha and, where beta ≠ 0,
+//!   first loads the box of C it is about to overwrite into the staging box by TMA and adds
+//!   beta times it. K = 0 (C = beta·C) stores beta·C without reading the accumulator.
+//! - **Partial tiles**: TMA fills the rows and columns of a box past M, N or K with zeros (and
+//!   counts their bytes), and clips stores at C's edge.
+//!
+//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): a fused epilogue, and
+//! a C that TMA cannot write whole (N, the leading dimension or the batch stride not a multiple
+//! of 8 elements in the kernel's form, or C not 16-byte aligned). No stream-K: every tile is
+//! computed whole.
+//!
+//! ```text
+//! warp 0, t0 (both)  : for unit, kb: wait(empty[s]) → arrive_expect_tx(rank 0's full[s])
+//!                        → TMA A (1 K-major box or 2 MN-major), B (the same), into the pair's barrier
+//! warp 1, t0 (rank 0): for unit: wait(epilogue[a]) → for kb: wait(full[s]) → 4 × mma → commit(empty[s])
+//!                        commit multicast(mainloop[a]) ─┐
+//! warps 4–7 (both)   : for unit: wait(mainloop[a]) ◄────┘
+//!                        for j in 0..4: t0: wait_group.read 1 → [beta: t0 TMA-loads C's box, all wait]
+//!                          → tcgen05.ld → alpha·acc (+ beta·C) → bf16 → st.shared → fence → barrier
+//!                          → t0: TMA store, commit; (after j = 3) t0 arrives on rank 0's epilogue[a]
+//! all (both)         : cluster barrier → tcgen05.dealloc.cta_group::2 (warp 1)
+//! ```
+//!
+//! Assembled for sm_100a and sm_103a and inspected; not yet run on Blackwell hardware
+//! (docs/blackwell.md).
+
+mod entries;
+#[cfg(blackwell)]
+mod kernel;
+
+pub use entries::ENTRIES;
+
+use crate::desc::tcgen05::InstrDesc;
+use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
+use crate::staging::BOX_COLS;
+
+/// Rows of C per CTA (each CTA's half of the pair MMA's M = 256).
+const BM: u32 = 128;
+const BN: u32 = 256;
+/// Depth of a K slice: one 128-byte swizzle span of bf16.
+const BK: u32 = 64;
+/// Width along M or N of an MN-major box: one 128-byte swizzle span.
+const SPAN: u32 = 64;
+const STAGES: u32 = 6;
+/// CTAs per cluster: one CTA pair, `cta_group::2`, stacked along M.
+const CLUSTER: u32 = 2;
+/// Commits arrive in both CTAs of the pair.
+const PAIR_MASK: u16 = 0b11;
+/// Warp 0 loads, warp 1 issues MMAs, warps 4–7 (the second warpgroup) run the epilogue.
+const THREADS: u32 = 256;
+const EPILOGUE_WARP0: u32 = 4;
+const EPILOGUE_THREADS: u32 = 128;
+/// Named barrier of the epilogue warps (0 is `barrier.sync 0`, the whole CTA's).
+const EPILOGUE_BAR: u32 = 1;
+/// Accumulators in tensor memory: the epilogue drains one while the MMAs fill the other.
+const ACC_STAGES: u32 = 2;
+/// f32 accumulator columns: one per output column, per accumulator — all 512.
+const TMEM_COLS: u32 = ACC_STAGES * BN;
+/// Rows of B each CTA of the pair loads: the pair MMA splits N across the two CTAs.
+const B_SHARE: u32 = BN / CLUSTER;
+/// The C box: 64 columns (the 128-byte swizzle span) of the CTA's 128 rows, for stores and,
+/// with beta, loads.
+const C_BOX: TmaBox = TmaBox::new(BOX_COLS, BM, Swizzle::B128);
+/// Staging boxes in shared memory: one being filled while the other is stored.
+const C_BUFFERS: u32 = 2;
+/// Barriers: `full[s]` and `empty[s]` per stage, `mainloop[a]` and `epilogue[a]` per
+/// accumulator, then `c_load`, on which the epilogue waits for a box of C (beta ≠ 0).
+const SMEM: SmemPlan =
+    SmemPlan::new(STAGES, BM * BK * 2, B_SHARE * BK * 2, C_BUFFERS * C_BOX.bytes(), 2 * STAGES + 2 * ACC_STAGES + 1);
+/// Bytes one CTA's loads bring per stage, whatever the orders: its 128 rows of A and of B.
+const STAGE_BYTES: u32 = (BM + B_SHARE) * BK * 2;
+
+const fn major(mn: bool) -> Major {
+    if mn { Major::MN } else { Major::K }
+}
+
+/// The box an operand of `rows` rows per CTA is loaded in: all of them K-major, or 64(M or
+/// N)×64(K) MN-major pieces.
+const fn operand_box(mn: bool, rows: u32) -> TmaBox {
+    let b = if mn { TmaBox::new(SPAN, BK, Swizzle::B128) } else { TmaBox::new(BK, rows, Swizzle::B128) };
+    b.promote_l2(L2Promotion::B256)
+}
+
+/// The M = 256 pair MMA's instruction descriptor for A and B in the given orders.
+const fn idesc(a_mn: bool, b_mn: bool) -> InstrDesc {
+    InstrDesc::bf16_f32_major(BM * CLUSTER, BN, a_mn, b_mn)
+}
+
+/// The spec of the entry that reads A and B MN-major or not; the kernel reads the same constants.
+const fn spec(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
+    KernelSpec {
+        name,
+        family: Family::Blackwell,
+        version: 7,
+        adds: "the library's entry: either storage order, batches, alpha/beta, partial tiles",
+        tile_m: BM,
+        tile_n: BN,
+        group_m: 16,
+        threads: THREADS,
+        cluster: CLUSTER,
+        cluster_along_n: false,
+        grid: Grid::Persistent,
+        smem_bytes: SMEM.bytes,
+        a_box: operand_box(a_mn, BM),
+        b_box: operand_box(b_mn, B_SHARE),
+        c_box: Some(C_BOX),
+        a_major: major(a_mn),
+        b_major: major(b_mn),
+        general: true,
+        edge_maps: false,
+        c_col_major: false,
+        stream_k: None,
+        dependent_launch: false,
+        holds_tile: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn entries_cover_every_order_once() {
+        assert_eq!(ENTRIES.len(), 4);
+        for a in [Major::K, Major::MN] {
+            for b in [Major::K, Major::MN] {
+                let n = ENTRIES.iter().filter(|s| s.a_major == a && s.b_major == b).count();
+                assert_eq!(n, 1, "{a:?} {b:?}");
+            }
+        }
+        for s in ENTRIES {
+            assert!(s.name.starts_with("blackwell_lib_"), "{}", s.name);
+            assert_eq!((s.family, s.general, s.c_col_major, s.edge_maps), (Family::Blackwell, true, false, false));
+            assert!(s.stream_k.is_none() && !s.dependent_launch, "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn boxes_fill_each_stage_exactly() {
+        for s in ENTRIES {
+            // Each CTA loads its 128 rows of A and 128 rows of B per K slice, in one K-major box or
+            // two 64-wide MN-major ones: the bytes it announces on the pair's barrier.
+            let pieces = |b: TmaBox, rows: u32, major: Major| match major {
+                Major::K => {
+                    assert_eq!((b.inner, b.outer), (BK, rows), "{}", s.name);
+                    1
+                }
+                Major::MN => {
+                    assert_eq!((b.inner, b.outer), (SPAN, BK), "{}", s.name);
+                    rows / SPAN
+                }
+            };
+            let a = pieces(s.a_box, BM, s.a_major) * s.a_box.bytes();
+            let b = pieces(s.b_box, B_SHARE, s.b_major) * s.b_box.bytes();
+            assert_eq!((a, b), (SMEM.a_stage_bytes, SMEM.b_stage_bytes), "{}", s.name);
+            assert_eq!(a + b, STAGE_BYTES, "{}", s.name);
+            assert_eq!(s.a_share_rows(), BM);
+            assert_eq!(s.b_share_rows(), B_SHARE);
+        }
+        // Stages and staging boxes start on 1024-byte swizzle atoms; MN-major blocks too.
+        for st in 0..STAGES {
+            assert_eq!((SMEM.a_stage(st) % 1024, SMEM.b_stage(st) % 1024), (0, 0));
+        }
+        assert_eq!(operand_box(true, BM).bytes() % 1024, 0);
+        assert_eq!(SMEM.c % 1024, 0);
+        const { assert!(SMEM.bytes <= 227 * 1024) };
+        assert!(SMEM.tmem_slot >= SMEM.barrier(2 * STAGES + 2 * ACC_STAGES + 1));
+    }
+
+    #[test]
+    fn instruction_descriptors_follow_the_orders() {
+        assert_eq!(idesc(false, false), InstrDesc::bf16_f32(256, 256));
+        assert_eq!(idesc(true, false).0 & (3 << 15), 1 << 15);
+        assert_eq!(idesc(false, true).0 & (3 << 15), 1 << 16);
+        assert_eq!(idesc(true, true).0 & (3 << 15), 3 << 15);
+    }
+
+    #[test]
+    fn batches_walk_every_tile_of_every_entry_once() {
+        // Units are tiles × batch entries; a persistent grid of clusters strides over them.
+        let s = ENTRIES[0];
+        for &(m, n, batch) in &[(1u32, 1u32, 1u32), (300, 520, 3), (4096, 4096, 2), (257, 8000, 5)] {
+            let sched = s.scheduler(m, n);
+            let tiles = sched.num_tiles();
+            for grid in [1, 7, 74] {
+                let mut seen = std::vec![0u32; (tiles * batch) as usize];
+                for c in 0..grid {
+                    let mut u = c;
+                    while u < tiles * batch {
+                        let (tm, tn) = sched.tile(u % tiles);
+                        let z = u / tiles;
+                        seen[(z * tiles + tm * sched.tiles_n + tn) as usize] += 1;
+                        u += grid;
+                    }
+                }
+                assert!(seen.iter().all(|&v| v == 1), "{m}x{n}x{batch} grid {grid}");
+            }
+        }
+    }
+}
