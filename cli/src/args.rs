@@ -167,6 +167,70 @@ pub enum EpilogueMode {
     Geglu,
 }
 
+/// The family `hgemm plan` plans for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlanFamily {
+    /// H100, H200 (132 SMs).
+    Hopper,
+    /// B200 (148 SMs), GB300.
+    Blackwell,
+}
+
+impl PlanFamily {
+    pub fn family(self) -> hgemm::Family {
+        match self {
+            PlanFamily::Hopper => hgemm::Family::Hopper,
+            PlanFamily::Blackwell => hgemm::Family::Blackwell,
+        }
+    }
+
+    /// SMs of the family's usual GPU: an H100 SXM or H200, a B200.
+    pub fn default_sms(self) -> u32 {
+        match self {
+            PlanFamily::Hopper => 132,
+            PlanFamily::Blackwell => 148,
+        }
+    }
+}
+
+/// A matrix's storage order on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Order {
+    Row,
+    Col,
+}
+
+impl Order {
+    pub fn layout(self) -> hgemm::Layout {
+        match self {
+            Order::Row => hgemm::Layout::RowMajor,
+            Order::Col => hgemm::Layout::ColMajor,
+        }
+    }
+}
+
+impl Plan {
+    /// The SMs planned for: `--sms`, or the family's default.
+    pub fn sms(&self) -> u32 {
+        self.sms.unwrap_or(self.family.default_sms())
+    }
+
+    /// The call `hgemm plan` plans for an `m × n × k` shape: dense operands in the orders given,
+    /// `--beta`, `--batch` entries each right after the last.
+    pub fn op(&self, m: usize, n: usize, k: usize) -> hgemm::GemmOp {
+        let (a, b, c) = (self.a_layout.layout(), self.b_layout.layout(), self.c_layout.layout());
+        let ld = |layout: hgemm::Layout, rows: usize, cols: usize| match layout {
+            hgemm::Layout::RowMajor => cols,
+            hgemm::Layout::ColMajor => rows,
+        };
+        let op = hgemm::GemmOp::new(m, n, k).a(a, ld(a, m, k)).b(b, ld(b, k, n)).c(c, ld(c, m, n)).beta(self.beta);
+        match self.batch as usize {
+            1 => op,
+            count => op.batched(count, m * k, k * n, m * n),
+        }
+    }
+}
+
 /// Where `hgemm run`'s reference comes from.
 #[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
 pub enum Reference {
@@ -207,9 +271,28 @@ pub struct Plan {
     /// The shapes (default the sweep's).
     #[command(flatten)]
     pub shapes: Shapes,
-    /// SMs of the GPU planned for (132: H100 SXM, H200).
-    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
-    pub sms: u32,
+    /// The GPU family planned for: its entries are the ones weighed.
+    #[arg(long, value_enum, default_value_t = PlanFamily::Hopper)]
+    pub family: PlanFamily,
+    /// SMs of the GPU planned for (default the family's: 132 for an H100 SXM or H200, 148 for a
+    /// B200).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sms: Option<u32>,
+    /// A's storage order (A is M×K; row-major is what C = A·Bᵀ reads).
+    #[arg(long, value_enum, default_value_t = Order::Row)]
+    pub a_layout: Order,
+    /// B's storage order (B is K×N; column-major is what C = A·Bᵀ reads).
+    #[arg(long, value_enum, default_value_t = Order::Col)]
+    pub b_layout: Order,
+    /// C's storage order.
+    #[arg(long, value_enum, default_value_t = Order::Row)]
+    pub c_layout: Order,
+    /// beta: C = A·B + beta·C.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub beta: f32,
+    /// GEMMs in a strided batch (dense operands, each entry after the last).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
     /// Every entry that can compute each shape, with the price auto weighs, cheapest first,
     /// auto's pick marked, and where a rule took it over cheaper entries, which rule.
     #[arg(long)]
@@ -315,7 +398,8 @@ mod tests {
         let Command::Run(r) = parse("run").unwrap() else { panic!() };
         assert_eq!((r.reference, r.shapes, r.general, r.seed), (Reference::Auto, None, false, None));
         let Command::Plan(p) = parse("plan").unwrap() else { panic!() };
-        assert_eq!((p.sms, p.why, p.rule), (132, false, None));
+        assert_eq!((p.sms(), p.why, p.rule), (132, false, None));
+        assert_eq!(p.op(300, 200, 64), hgemm::GemmOp::new(300, 200, 64));
         assert_eq!(p.shapes.or(SWEEP), SWEEP);
         let Command::Plan(p) = parse("plan --random 200 --seed 9").unwrap() else { panic!() };
         let drawn = p.shapes.or(SWEEP);
@@ -346,7 +430,23 @@ mod tests {
         let Command::Plan(p) = parse("plan --sweep --sms 114 --why --rule THIN_SQUARE_SPLIT").unwrap() else {
             panic!()
         };
-        assert_eq!((p.sms, p.why, p.rule.map(|r| r.name())), (114, true, Some("THIN_SQUARE_SPLIT")));
+        assert_eq!((p.sms(), p.why, p.rule.map(|r| r.name())), (114, true, Some("THIN_SQUARE_SPLIT")));
+        let Command::Plan(p) = parse(
+            "plan --family blackwell --shapes 300x200x64 --a-layout col --b-layout row --c-layout col --beta -0.5 --batch 3",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((p.family, p.sms()), (PlanFamily::Blackwell, 148));
+        use hgemm::Layout::{ColMajor, RowMajor};
+        let want = hgemm::GemmOp::new(300, 200, 64)
+            .a(ColMajor, 300)
+            .b(RowMajor, 200)
+            .c(ColMajor, 300)
+            .beta(-0.5)
+            .batched(3, 300 * 64, 64 * 200, 300 * 200);
+        assert_eq!(p.op(300, 200, 64), want);
+        assert!(parse("plan --batch 0").is_err() && parse("plan --a-layout diag").is_err());
         let Command::Run(r) = parse("run --kernels all --shapes 256x256x64 --general --ref cpu --seed 7").unwrap()
         else {
             panic!()

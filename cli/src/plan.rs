@@ -1,26 +1,38 @@
-//! `hgemm plan`: what `auto` would run on a Hopper GPU, worked out on the host (no GPU needed).
+//! `hgemm plan`: what `auto` would run on a Hopper or Blackwell GPU, worked out on the host (no
+//! GPU needed).
 
 use crate::CliResult;
 use crate::args::Plan;
 use crate::shapes::SWEEP;
 use hgemm::KernelSpec;
 
-/// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
-/// out on the host ([`hgemm::choose::choose_why`], [`hgemm::plan::launch_offline`]): the kernel, its
-/// grid, and how its schedule splits tiles by K.
+/// What `auto` would run on a GPU of `--family` (default Hopper) with `--sms` SMs (default the
+/// family's: 132 for an H100 SXM or H200, 148 for a B200), for the call `--a-layout`,
+/// `--b-layout`, `--c-layout`, `--beta` and `--batch` describe, worked out on the host
+/// ([`hgemm::choose::choose_why`], [`hgemm::plan::launch_offline`]): the kernel, its grid, and
+/// how its schedule splits tiles by K.
 pub fn run(a: &Plan) -> CliResult {
-    let (sms, why, only) = (a.sms, a.why, a.rule);
+    let (sms, why, only) = (a.sms(), a.why, a.rule);
+    let family = a.family.family();
     let shapes = a.shapes.or(SWEEP);
-    let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
-    let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
+    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
+    let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
-        let op = hgemm::GemmOp::new(m, n, k);
+        let op = a.op(m, n, k);
         let (spec, rule) =
-            hgemm::choose::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
+            hgemm::choose::choose_why(entries.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
                 Err(e) => format!("{m}x{n}x{k}: {e}"),
                 Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
-                Ok(true) => format!("{m}x{n}x{k}: no Hopper kernel computes C = A·Bᵀ on {sms} SMs"),
+                // What the family's entries lack for it, where that is why none takes it.
+                Ok(true) => entries
+                    .iter()
+                    .filter_map(|s| hgemm::plan::supports(s, &op).err())
+                    .find(|e| matches!(e, hgemm::Error::Lacks { .. }))
+                    .map_or_else(
+                        || format!("{m}x{n}x{k}: no {} kernel computes this call on {sms} SMs", family.name()),
+                        |e| format!("{m}x{n}x{k}: {e}"),
+                    ),
             })?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
@@ -37,7 +49,7 @@ pub fn run(a: &Plan) -> CliResult {
         if why {
             // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
             // `choose` takes one with cheaper eligible entries above it, the rule that did.
-            let mut priced: Vec<_> = hgemm::choose::price(hopper.iter().copied(), &op, sms).collect();
+            let mut priced: Vec<_> = hgemm::choose::price(entries.iter().copied(), &op, sms).collect();
             priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());

@@ -269,3 +269,76 @@ fn tune_says_what_it_did_or_why_not() {
         assert!(!table.exists());
     }
 }
+
+/// `hgemm plan --family blackwell` prices Blackwell's library entries on a 148-SM B200 by default,
+/// for the call the layout, beta and batch options describe, the entry reading its orders (in
+/// the form it computes: a column-major C is Cᵀ = Bᵀ·Aᵀ); the same options plan for Hopper; and
+/// a call the Blackwell entries lack something for is an error naming it.
+#[test]
+fn plan_takes_the_family_and_the_call() {
+    let plan = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).arg("plan").args(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let row = |text: &str| text.lines().nth(1).unwrap().split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let (ok, text, err) = plan(&["--family", "blackwell", "--shapes", "8192x8192x8192"]);
+    assert!(ok, "{err}");
+    // 16 × 32 units of 256×256 on 74 pairs: every SM, whole tiles.
+    assert_eq!(row(&text)[..4], ["8192x8192x8192", "blackwell_lib_kk", "148", "2"], "{text}");
+    assert!(text.lines().nth(1).unwrap().ends_with("whole tiles"), "{text}");
+    for (a, b, c, entry) in [
+        ("row", "col", "row", "blackwell_lib_kk"),
+        ("col", "col", "row", "blackwell_lib_mnk"),
+        ("row", "row", "row", "blackwell_lib_kmn"),
+        ("col", "row", "row", "blackwell_lib_mnmn"),
+        // C column-major: A and B trade places and read the other way round.
+        ("row", "col", "col", "blackwell_lib_kk"),
+        ("col", "col", "col", "blackwell_lib_kmn"),
+        ("row", "row", "col", "blackwell_lib_mnk"),
+    ] {
+        let (ok, text, err) = plan(&[
+            "--family",
+            "blackwell",
+            "--shapes",
+            "304x520x72",
+            "--a-layout",
+            a,
+            "--b-layout",
+            b,
+            "--c-layout",
+            c,
+            "--beta",
+            "0.5",
+            "--batch",
+            "3",
+        ]);
+        assert!(ok, "{a} {b} {c}: {err}");
+        let r = row(&text);
+        assert_eq!(r[1], entry, "{a} {b} {c}: {text}");
+        // 2 × 3 units per batch entry (or 3 × 2 turned round), 3 entries: 18 pairs.
+        assert_eq!((r[2].as_str(), r[3].as_str()), ("36", "2"), "{a} {b} {c}: {text}");
+    }
+    // The SM count is the user's to set; Hopper takes the same call options.
+    let (ok, text, _) = plan(&["--family", "blackwell", "--sms", "160", "--shapes", "8192x8192x8192"]);
+    assert!(ok && row(&text)[2] == "160", "{text}");
+    let (ok, text, err) =
+        plan(&["--shapes", "300x520x72", "--a-layout", "col", "--b-layout", "row", "--beta", "1", "--batch", "2"]);
+    assert!(ok, "{err}");
+    let spec = row(&text)[1].clone();
+    let hopper = hgemm_kernels::kernels().find(|s| s.name == spec).unwrap();
+    assert_eq!(
+        (hopper.family, hopper.a_major, hopper.b_major),
+        (Family::Hopper, hgemm_kernels::spec::Major::MN, hgemm_kernels::spec::Major::MN),
+        "{text}"
+    );
+    // A C that TMA cannot write whole (N = 301): Blackwell's entries lack it, and say so.
+    let (ok, _, err) = plan(&["--family", "blackwell", "--shapes", "300x301x64"]);
+    assert!(!ok && err.contains("lacks stores of a C that TMA cannot write whole"), "{err}");
+    // Hopper's v7 stores such a C.
+    let (ok, _, err) = plan(&["--shapes", "300x301x64"]);
+    assert!(ok, "{err}");
+}
