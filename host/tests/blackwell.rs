@@ -1,0 +1,220 @@
+//! The host's side of a call on a Blackwell device, without one: which entry `auto` picks among
+//! Blackwell's with the device's SM count, what each validation path says, and the tensor maps,
+//! arguments and grid a launch would get. The device is described by a [`DeviceInfo`] made here,
+//! as `Gemm::new` would read it from a B200 (compute capability 10.0, 148 SMs) or a GB300 (10.3).
+
+use hgemm::plan::{for_kernel, launch_offline, plan, plan_fused, supports};
+use hgemm::{Activation, BiasType, DeviceInfo, Error, Family, GemmOp, KernelSpec, Lack, Layout, choose};
+use hgemm_kernels::spec::Major;
+
+fn b200() -> DeviceInfo {
+    DeviceInfo {
+        name: "NVIDIA B200".into(),
+        major: 10,
+        minor: 0,
+        sms: 148,
+        smem_optin: 227 * 1024,
+        l2_bytes: 126 << 20,
+    }
+}
+
+/// The kernels a Blackwell device's handle loads (`Gemm::new` keeps its family's).
+fn blackwell() -> Vec<&'static KernelSpec> {
+    hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell).collect()
+}
+
+/// What `auto` picks on a B200 for `op`.
+fn auto(op: &GemmOp) -> Option<&'static KernelSpec> {
+    choose::choose(blackwell().into_iter(), op, b200().sms)
+}
+
+/// Dense operands in the orders given, alpha 0.75, `beta`, `batch` entries each after the last.
+fn call(m: usize, n: usize, k: usize, (a, b, c): (Layout, Layout, Layout), beta: f32, batch: usize) -> GemmOp {
+    let ld = |l: Layout, rows: usize, cols: usize| if l == Layout::RowMajor { cols } else { rows };
+    let op = GemmOp::new(m, n, k).a(a, ld(a, m, k)).b(b, ld(b, k, n)).c(c, ld(c, m, n)).alpha(0.75).beta(beta);
+    if batch > 1 { op.batched(batch, m * k, k * n, m * n) } else { op }
+}
+
+const ORDERS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
+
+#[test]
+fn blackwell_devices_run_the_blackwell_entries() {
+    for (minor, name) in [(0, "NVIDIA B200"), (3, "NVIDIA GB300")] {
+        let info = DeviceInfo { minor, name: name.into(), ..b200() };
+        assert_eq!(info.family(), Ok(Family::Blackwell));
+    }
+    // Every entry fits the shared memory a block may opt in to (Gemm::new refuses one that does
+    // not, Error::SharedMemory), and the library's four are among them.
+    for k in blackwell() {
+        assert!(k.smem_bytes <= b200().smem_optin, "{}: {} bytes", k.name, k.smem_bytes);
+    }
+    let general: Vec<_> = blackwell().into_iter().filter(|k| k.general).map(|k| k.name).collect();
+    assert_eq!(general, ["blackwell_lib_kk", "blackwell_lib_kmn", "blackwell_lib_mnk", "blackwell_lib_mnmn"]);
+}
+
+#[test]
+fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
+    let sms = b200().sms;
+    // M and N multiples of 8 (C's contiguous dimension is either, by its layout), tiles and
+    // K slices partial, K = 0.
+    for (m, n, k) in [(8192, 8192, 8192), (304, 520, 72), (8, 8, 8), (264, 392, 4104), (4096, 16, 0)] {
+        for (a, b, c) in ORDERS.iter().flat_map(|&a| ORDERS.iter().flat_map(move |&b| ORDERS.map(|c| (a, b, c)))) {
+            for beta in [0.0, -0.5] {
+                for batch in [1, 3] {
+                    let op = call(m, n, k, (a, b, c), beta, batch);
+                    let what = format!("{m}x{n}x{k} {a:?} {b:?} C {c:?} beta {beta} batch {batch}");
+                    let spec = auto(&op).unwrap_or_else(|| panic!("{what}: no entry"));
+                    assert!(spec.general && spec.name.starts_with("blackwell_lib_"), "{what}: {}", spec.name);
+                    // The entry reads the orders of the call in its form: C row-major, so a
+                    // column-major C has A and B trade places, each read the other way round.
+                    let (kop, swapped) = for_kernel(spec, &op);
+                    assert_eq!(swapped, c == Layout::ColMajor, "{what}");
+                    let major = |l: Layout, k_major: Layout| if l == k_major { Major::K } else { Major::MN };
+                    assert_eq!(spec.a_major, major(kop.a_layout, Layout::RowMajor), "{what}");
+                    assert_eq!(spec.b_major, major(kop.b_layout, Layout::ColMajor), "{what}");
+                    assert_eq!(supports(spec, &op), Ok(()), "{what}");
+                    // Rank-3 maps of A, B and C (no edge maps), the call's scalars, its batch.
+                    let p = plan(spec, &op, 0x10000, 0x20000, 0x30000).unwrap();
+                    assert_eq!(p.maps.len(), 3, "{what}");
+                    // (With K = 0, A's and B's maps are any valid ones: they are not read.)
+                    let read = if k > 0 { &p.maps[..] } else { &p.maps[2..] };
+                    assert!(read.iter().all(|m| m.rank == 3 && m.dims[2] == batch as u64), "{what}");
+                    assert_eq!((p.args.alpha, p.args.beta, p.args.batch), (0.75, beta, batch as u32), "{what}");
+                    assert_eq!((p.args.m, p.args.n), (kop.m as u32, kop.n as u32), "{what}");
+                    // C's map is C as it lies in memory: rows of its contiguous dimension.
+                    let (rows, len) = if c == Layout::RowMajor { (m, n) } else { (n, m) };
+                    assert_eq!(p.maps[2].dims[..2], [len as u64, rows as u64], "{what}");
+                    assert_eq!(p.maps[2].box_dims[..2], [64, 128], "{what}");
+                    if k > 0 {
+                        // A's map is the caller's B where the operands traded places.
+                        assert_eq!(p.maps[0].address, if swapped { 0x20000 } else { 0x10000 }, "{what}");
+                        let mn_box = |major: Major, rows: u32| if major == Major::MN { [64, 64] } else { [64, rows] };
+                        assert_eq!(p.maps[0].box_dims[..2], mn_box(spec.a_major, 128), "{what}");
+                        assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, 128), "{what}");
+                    }
+                    // One row of whole pairs, no more than the device holds or the units need,
+                    // every tile whole (the entry has no stream-K).
+                    let s = launch_offline(spec, &op, sms).unwrap();
+                    let units = spec.scheduler(kop.m as u32, kop.n as u32).num_tiles() * batch as u32;
+                    assert_eq!((s.cluster, s.grid_y, s.split), (2, 1, None), "{what}");
+                    assert_eq!(s.grid, 2 * units.min(sms / 2), "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_sm_count_sizes_the_grid() {
+    let spec = auto(&GemmOp::new(8192, 8192, 8192)).unwrap();
+    assert_eq!(spec.name, "blackwell_lib_kk");
+    // 32 × 32 units of 256×256: a B200's 74 pairs, or every pair of a part with fewer SMs.
+    for (sms, grid) in [(148, 148), (160, 160), (132, 132), (147, 146)] {
+        assert_eq!(launch_offline(spec, &GemmOp::new(8192, 8192, 8192), sms).unwrap().grid, grid, "{sms} SMs");
+    }
+    // Fewer units than pairs: no idle pair is launched.
+    assert_eq!(launch_offline(spec, &GemmOp::new(304, 304, 64), 148).unwrap().grid, 2 * 2 * 2);
+}
+
+#[test]
+fn fused_epilogues_are_refused_by_name() {
+    let ops = [
+        GemmOp::new(256, 256, 64).bias(BiasType::Bf16),
+        GemmOp::new(256, 256, 64).activation(Activation::Relu),
+        GemmOp::new(256, 256, 64).activation(Activation::Silu).gated(),
+    ];
+    for op in ops {
+        assert!(auto(&op).is_none(), "{op:?}");
+        for spec in blackwell() {
+            assert_eq!(supports(spec, &op), Err(Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue }));
+        }
+    }
+    let e = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::FusedEpilogue }.to_string();
+    assert!(e.contains("blackwell_lib_kk") && e.contains("fused epilogue") && e.contains("Blackwell"), "{e}");
+    // With a bias buffer too, the refusal comes before the bias is looked at.
+    let op = GemmOp::new(256, 256, 64).bias(BiasType::F32);
+    let lib = blackwell().into_iter().find(|k| k.general).unwrap();
+    assert_eq!(
+        plan_fused(lib, &op, 0x1000, 0x2000, Some((0x4000, BiasType::F32)), 0x3000),
+        Err(Error::Lacks { kernel: lib.name, lack: Lack::FusedEpilogue })
+    );
+}
+
+#[test]
+fn a_c_tma_cannot_write_whole_is_refused_by_name() {
+    let ragged = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::RaggedC };
+    let kk = blackwell().into_iter().find(|k| k.name == "blackwell_lib_kk").unwrap();
+    // N not a multiple of 8 (row-major C), M not one (column-major C: the kernel's N), a leading
+    // dimension or a batch stride of C not one.
+    for op in [
+        GemmOp::new(256, 301, 64),
+        GemmOp::new(301, 256, 64).c(Layout::ColMajor, 304).a(Layout::ColMajor, 304).b(Layout::RowMajor, 256),
+        GemmOp::new(256, 256, 64).c(Layout::RowMajor, 260),
+        GemmOp::new(256, 256, 64).batched(2, 256 * 64, 256 * 64, 256 * 256 + 4),
+    ] {
+        assert!(auto(&op).is_none(), "{op:?}");
+        let spec = blackwell().into_iter().filter(|k| k.general).find(|k| {
+            let kop = for_kernel(k, &op).0;
+            (k.a_major == Major::K) == (kop.a_layout == Layout::RowMajor)
+                && (k.b_major == Major::K) == (kop.b_layout == Layout::ColMajor)
+        });
+        let spec = spec.unwrap();
+        assert_eq!(supports(spec, &op), Err(Error::Lacks { kernel: spec.name, lack: Lack::RaggedC }), "{op:?}");
+    }
+    // C's address is known only to `plan`: one not 16-byte aligned is refused there.
+    let op = GemmOp::new(256, 256, 64);
+    assert_eq!(supports(kk, &op), Ok(()));
+    assert_eq!(plan(kk, &op, 0x1000, 0x2000, 0x3008), Err(ragged.clone()));
+    assert!(plan(kk, &op, 0x1000, 0x2000, 0x3010).is_ok());
+    let e = ragged.to_string();
+    assert!(e.contains("TMA cannot write whole") && e.contains("Blackwell"), "{e}");
+}
+
+#[test]
+fn every_other_validation_path() {
+    let kk = blackwell().into_iter().find(|k| k.name == "blackwell_lib_kk").unwrap();
+    let ok = GemmOp::new(256, 256, 64);
+    // The call's own checks: K a multiple of 8, finite alpha and beta, sizes within 2^31.
+    for op in [GemmOp::new(256, 256, 60), ok.alpha(f32::NAN), ok.beta(f32::INFINITY), GemmOp::new(1 << 32, 8, 8)] {
+        assert!(matches!(supports(kk, &op), Err(Error::InvalidShape(_))), "{op:?}");
+        assert!(auto(&op).is_none(), "{op:?}");
+    }
+    // Leading dimensions shorter than a row, and buffers shorter than the call.
+    assert!(matches!(
+        supports(kk, &GemmOp::new(256, 256, 64).a(Layout::RowMajor, 32)),
+        Err(Error::LeadingDimension { operand: "A", .. })
+    ));
+    assert!(matches!(ok.validate(256 * 64 - 1, 256 * 64, 256 * 256), Err(Error::BufferTooSmall { operand: "A", .. })));
+    // A leading dimension TMA cannot step by (not 16 bytes), and misaligned operands.
+    assert!(matches!(
+        plan(kk, &GemmOp::new(256, 256, 64).a(Layout::RowMajor, 68), 0x1000, 0x2000, 0x3000),
+        Err(Error::InvalidShape(_))
+    ));
+    assert_eq!(
+        plan(kk, &ok, 0x1008, 0x2000, 0x3000),
+        Err(Error::Misaligned { operand: "A", address: 0x1008, align: 16 })
+    );
+    assert_eq!(
+        plan(kk, &ok, 0x1000, 0x2004, 0x3000),
+        Err(Error::Misaligned { operand: "B", address: 0x2004, align: 16 })
+    );
+    // An entry given another order than its own says which it reads; the ladder takes only the
+    // native problem.
+    let r = supports(kk, &ok.a(Layout::ColMajor, 256));
+    assert!(matches!(&r, Err(Error::Unsupported { reason, .. }) if reason.contains("K-major")), "{r:?}");
+    let v7 = &hgemm_kernels::blackwell::v7::SPEC;
+    assert_eq!(supports(v7, &ok), Ok(()));
+    for op in [ok.beta(1.0), ok.alpha(2.0), ok.batched(2, 0, 0, 65536), ok.a(Layout::ColMajor, 256)] {
+        assert!(matches!(supports(v7, &op), Err(Error::Unsupported { kernel: "blackwell_v7", .. })), "{op:?}");
+        assert!(auto(&op).is_some_and(|s| s.general), "{op:?}");
+    }
+    // More tiles than the kernels' 32-bit tile index walks.
+    let huge = GemmOp::new(8, 512, 8).batched(i32::MAX as usize, 0, 0, 8 * 512);
+    assert!(matches!(supports(kk, &huge), Err(Error::Unsupported { reason, .. }) if reason.contains("32-bit")));
+    // K = 0 (C = beta·C): A and B are not read; their maps are any valid ones (`Gemm` points
+    // them at C), and the kernel stores beta·C without an accumulator.
+    let p = plan(kk, &GemmOp::new(300, 256, 0).beta(0.5), 0x3000, 0x3000, 0x3000).unwrap();
+    assert_eq!((p.args.k, p.args.beta, p.maps[0].address), (0, 0.5, 0x3000));
+    // A device too small for a pair has no grid for these entries.
+    assert!(matches!(launch_offline(kk, &ok, 1), Err(Error::Unsupported { .. })));
+}
