@@ -153,10 +153,10 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
 }
 
 /// Whether `spec` is a general entry that stores C only through TMA, row-major: it takes only
-/// calls whose C TMA writes whole ([`Refusal::RaggedC`]; Blackwell's library entries). Hopper's
-/// v7 entries that write C row-major store the rest from registers
+/// calls whose C TMA writes whole (else [`Error::Lacks`] with [`Lack::RaggedC`]; Blackwell's
+/// library entries). Hopper's v7 entries that write C row-major store the rest from registers
 /// ([`KernelSpec::stores_any_c`]); those that write it column-major are held to the same by
-/// [`Refusal::ColMajorC`].
+/// their own refusal.
 pub const fn needs_whole_c(spec: &KernelSpec) -> bool {
     spec.general && !spec.c_col_major && !spec.stores_any_c()
 }

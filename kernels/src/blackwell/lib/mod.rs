@@ -9,7 +9,7 @@
 //! - **Storage order**: an MN-major operand arrives in 64(M or N)×64(K) boxes, two per CTA share,
 //!   read with the instruction descriptor's transpose bits and MN-major shared-memory
 //!   descriptors ([`crate::desc::tcgen05::SmemDesc::mn_major_128b`]). One entry per pair of
-//!   orders ([`entries`]).
+//!   orders (`entries.rs`).
 //! - **Batches**: rank-3 tensor maps, the batch entry their outer coordinate; unit `u` is tile
 //!   `u % tiles` of entry `u / tiles`.
 //! - **alpha/beta**: the epilogue scales each accumulator value by alpha and, where beta ≠ 0,
