@@ -159,10 +159,6 @@ pub enum Lack {
     /// A fused epilogue: bias, activation or gated units ([`GemmOp::bias`](crate::GemmOp::bias),
     /// [`GemmOp::activation`](crate::GemmOp::activation), [`GemmOp::gated`](crate::GemmOp::gated)).
     FusedEpilogue,
-    /// Stores of a C that TMA cannot write whole: in the kernel's form of the call (C row-major)
-    /// its N, leading dimension or batch stride is not a multiple of 8 elements, or C does not
-    /// start 16-byte aligned. Hopper's v7 stores such columns from registers.
-    RaggedC,
 }
 
 impl fmt::Display for Lack {
@@ -174,10 +170,6 @@ impl fmt::Display for Lack {
                     "a fused epilogue (bias, activation or gated units), which Blackwell's entries do not have yet"
                 )
             }
-            Lack::RaggedC => write!(
-                f,
-                "stores of a C that TMA cannot write whole (its contiguous dimension, leading dimension and batch stride multiples of 8 elements, its address 16-byte aligned), which Blackwell's entries do not have yet"
-            ),
         }
     }
 }

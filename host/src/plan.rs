@@ -114,10 +114,6 @@ pub(crate) enum Refusal {
     NotNative,
     /// A fused epilogue (bias, activation, gating) for an entry without one.
     Epilogue,
-    /// A C that TMA cannot write whole (its N, leading dimension or batch stride not a multiple
-    /// of 8 elements, in the kernel's form) for an entry that stores C only through TMA and writes
-    /// every tile's columns (Blackwell's library entries).
-    RaggedC,
     Orders,
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
@@ -139,10 +135,6 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if op.fused() && !fuses_epilogue(spec) {
         Some(Refusal::Epilogue)
-    } else if needs_whole_c(spec)
-        && !(op.n.is_multiple_of(8) && tma_strides_fit(op.ldc as u64, op.stride_c as u64, op.batch as u32))
-    {
-        Some(Refusal::RaggedC)
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -152,22 +144,12 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
     }
 }
 
-/// Whether `spec` is a general entry that stores C only through TMA, row-major: it takes only
-/// calls whose C TMA writes whole (else [`Error::Lacks`] with [`Lack::RaggedC`]; Blackwell's
-/// library entries). Hopper's v7 entries that write C row-major store the rest from registers
-/// ([`KernelSpec::stores_any_c`]); those that write it column-major are held to the same by
-/// their own refusal.
-pub const fn needs_whole_c(spec: &KernelSpec) -> bool {
-    spec.general && !spec.c_col_major && !spec.stores_any_c()
-}
-
 impl Refusal {
     /// The error reporting it: what a Blackwell entry lacks by name ([`Error::Lacks`]), anything
     /// else worded ([`Error::Unsupported`]).
     fn error(&self, spec: &KernelSpec) -> Error {
         match (self, spec.family) {
             (Refusal::Epilogue, Family::Blackwell) => Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue },
-            (Refusal::RaggedC, _) => Error::Lacks { kernel: spec.name, lack: Lack::RaggedC },
             _ => Error::Unsupported { kernel: spec.name, reason: self.reason(spec) },
         }
     }
@@ -195,7 +177,6 @@ impl Refusal {
                 spec.version
             ),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
-            Refusal::RaggedC => Lack::RaggedC.to_string(),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
             }
@@ -311,10 +292,6 @@ pub fn plan_fused(
     // and the kernel writes the columns after it directly (below 8 columns the map is not used
     // for stores at all, but must still describe something).
     let tma_columns = args.tma_store_columns(c_len as u32) as u64;
-    // Its strides were checked (`Refusal::RaggedC`); C's address is known only here.
-    if needs_whole_c(spec) && tma_columns < c_len {
-        return Err(Error::Lacks { kernel: spec.name, lack: Lack::RaggedC });
-    }
     let c_cols = if tma_columns == 0 { c_len } else { tma_columns };
     // C first: with K = 0, A's and B's maps point at C, whose fault it then is.
     let map_c = match spec.c_box {

@@ -28,11 +28,14 @@ fn auto(op: &GemmOp) -> Option<&'static KernelSpec> {
     choose::choose(blackwell().into_iter(), op, b200().sms)
 }
 
-/// Dense operands in the orders given, alpha 0.75, `beta`, `batch` entries each after the last.
+/// Operands in the orders given, A's and B's rows rounded up to 8 elements apart (TMA's 16
+/// bytes), C dense, alpha 0.75, `beta`, `batch` entries each after the last.
 fn call(m: usize, n: usize, k: usize, (a, b, c): (Layout, Layout, Layout), beta: f32, batch: usize) -> GemmOp {
     let ld = |l: Layout, rows: usize, cols: usize| if l == Layout::RowMajor { cols } else { rows };
-    let op = GemmOp::new(m, n, k).a(a, ld(a, m, k)).b(b, ld(b, k, n)).c(c, ld(c, m, n)).alpha(0.75).beta(beta);
-    if batch > 1 { op.batched(batch, m * k, k * n, m * n) } else { op }
+    let up8 = |x: usize| x.div_ceil(8) * 8;
+    let op =
+        GemmOp::new(m, n, k).a(a, up8(ld(a, m, k))).b(b, up8(ld(b, k, n))).c(c, ld(c, m, n)).alpha(0.75).beta(beta);
+    if batch > 1 { op.batched(batch, op.stride_a, op.stride_b, m * n) } else { op }
 }
 
 const ORDERS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
@@ -55,9 +58,9 @@ fn blackwell_devices_run_the_blackwell_entries() {
 #[test]
 fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
     let sms = b200().sms;
-    // M and N multiples of 8 (C's contiguous dimension is either, by its layout), tiles and
-    // K slices partial, K = 0.
-    for (m, n, k) in [(8192, 8192, 8192), (304, 520, 72), (8, 8, 8), (264, 392, 4104), (4096, 16, 0)] {
+    // Whole units, tiles and K slices partial, a single small tile, M and N not multiples of 8
+    // (a ragged C in either layout), K = 0.
+    for (m, n, k) in [(8192, 8192, 8192), (304, 520, 72), (1, 8, 8), (257, 301, 4104), (4096, 16, 0)] {
         for (a, b, c) in ORDERS.iter().flat_map(|&a| ORDERS.iter().flat_map(move |&b| ORDERS.map(|c| (a, b, c)))) {
             for beta in [0.0, -0.5] {
                 for batch in [1, 3] {
@@ -81,10 +84,16 @@ fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
                     assert!(read.iter().all(|m| m.rank == 3 && m.dims[2] == batch as u64), "{what}");
                     assert_eq!((p.args.alpha, p.args.beta, p.args.batch), (0.75, beta, batch as u32), "{what}");
                     assert_eq!((p.args.m, p.args.n), (kop.m as u32, kop.n as u32), "{what}");
-                    // C's map is C as it lies in memory: rows of its contiguous dimension.
+                    // C's map is C as it lies in memory, rows of its contiguous dimension, as far
+                    // as TMA writes them (the threads store the rest); none where TMA writes none.
                     let (rows, len) = if c == Layout::RowMajor { (m, n) } else { (n, m) };
-                    assert_eq!(p.maps[2].dims[..2], [len as u64, rows as u64], "{what}");
-                    assert_eq!(p.maps[2].box_dims[..2], [64, 128], "{what}");
+                    match p.args.tma_store_columns(len as u32) {
+                        0 => assert_ne!(p.maps[2].address, 0x30000, "{what}"),
+                        tma => {
+                            assert_eq!(p.maps[2].dims[..2], [tma as u64, rows as u64], "{what}");
+                            assert_eq!(p.maps[2].box_dims[..2], [64, 128], "{what}");
+                        }
+                    }
                     if k > 0 {
                         // A's map is the caller's B where the operands traded places.
                         assert_eq!(p.maps[0].address, if swapped { 0x20000 } else { 0x10000 }, "{what}");
@@ -141,33 +150,36 @@ fn fused_epilogues_are_refused_by_name() {
 }
 
 #[test]
-fn a_c_tma_cannot_write_whole_is_refused_by_name() {
-    let ragged = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::RaggedC };
+fn a_ragged_c_is_stored_by_the_threads() {
     let kk = blackwell().into_iter().find(|k| k.name == "blackwell_lib_kk").unwrap();
     // N not a multiple of 8 (row-major C), M not one (column-major C: the kernel's N), a leading
-    // dimension or a batch stride of C not one.
+    // dimension or a batch stride of C not one: `auto` takes each, as on Hopper.
     for op in [
         GemmOp::new(256, 301, 64),
         GemmOp::new(301, 256, 64).c(Layout::ColMajor, 304).a(Layout::ColMajor, 304).b(Layout::RowMajor, 256),
         GemmOp::new(256, 256, 64).c(Layout::RowMajor, 260),
         GemmOp::new(256, 256, 64).batched(2, 256 * 64, 256 * 64, 256 * 256 + 4),
     ] {
-        assert!(auto(&op).is_none(), "{op:?}");
-        let spec = blackwell().into_iter().filter(|k| k.general).find(|k| {
-            let kop = for_kernel(k, &op).0;
-            (k.a_major == Major::K) == (kop.a_layout == Layout::RowMajor)
-                && (k.b_major == Major::K) == (kop.b_layout == Layout::ColMajor)
-        });
-        let spec = spec.unwrap();
-        assert_eq!(supports(spec, &op), Err(Error::Lacks { kernel: spec.name, lack: Lack::RaggedC }), "{op:?}");
+        let spec = auto(&op).unwrap_or_else(|| panic!("{op:?}"));
+        assert!(spec.stores_any_c(), "{}", spec.name);
+        plan(spec, &op, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{op:?}: {e}"));
     }
-    // C's address is known only to `plan`: one not 16-byte aligned is refused there.
-    let op = GemmOp::new(256, 256, 64);
-    assert_eq!(supports(kk, &op), Ok(()));
-    assert_eq!(plan(kk, &op, 0x1000, 0x2000, 0x3008), Err(ragged.clone()));
-    assert!(plan(kk, &op, 0x1000, 0x2000, 0x3010).is_ok());
-    let e = ragged.to_string();
-    assert!(e.contains("TMA cannot write whole") && e.contains("Blackwell"), "{e}");
+    // Rows of 301 elements 304 apart: TMA writes the first 296 columns (its map stops there), the
+    // threads the last 5.
+    let op = GemmOp::new(256, 301, 64).c(Layout::RowMajor, 304);
+    let p = plan(kk, &op, 0x10000, 0x20000, 0x30000).unwrap();
+    assert_eq!((p.args.tma_store_columns(301), p.maps[2].dims[0], p.maps[2].address), (296, 296, 0x30000));
+    // Rows 301 apart, or C not 16-byte aligned: TMA writes none of C and its map is not C's.
+    for (op, c) in [(GemmOp::new(256, 301, 64), 0x30000), (GemmOp::new(256, 256, 64), 0x30002)] {
+        let p = plan(kk, &op, 0x10000, 0x20000, c).unwrap();
+        assert_eq!(p.args.tma_store_columns(op.n as u32), 0);
+        assert_ne!(p.maps[2].address, c);
+    }
+    // Bf16 by bf16 at worst: C need only be 2-byte aligned.
+    assert_eq!(
+        plan(kk, &GemmOp::new(256, 256, 64), 0x10000, 0x20000, 0x30001),
+        Err(Error::Misaligned { operand: "C", address: 0x30001, align: 2 })
+    );
 }
 
 #[test]

@@ -69,10 +69,18 @@ impl Output {
         bf16x2_to_f32(self.load_packed(row, col))
     }
 
-    /// What [`load_pair`](Self::load_pair) loads, packed.
-    #[cfg(hopper)]
+    /// [`store_pair`](Self::store_pair) of a pair already packed as bf16.
+    #[cfg(blackwell)]
     #[inline(always)]
-    fn load_packed(&self, row: u32, col: u32) -> u32 {
+    pub fn store_packed(&self, row: u32, col: u32, packed: u32) {
+        if row < self.m && col < self.n {
+            self.write_packed(row, col, packed);
+        }
+    }
+
+    /// `C[row][col]` and `C[row][col + 1]` packed as bf16 (zero outside the output), for beta.
+    #[inline(always)]
+    pub fn load_packed(&self, row: u32, col: u32) -> u32 {
         if row >= self.m || col >= self.n {
             return 0;
         }

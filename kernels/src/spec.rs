@@ -230,10 +230,10 @@ impl KernelSpec {
 
     /// Whether the entry writes any C, also one that TMA cannot address
     /// ([`crate::staging::tma_can_write`]): Hopper v7's entries that write C row-major store it
-    /// with their threads then. The others write C through TMA, and an entry that writes C
-    /// column-major stores only whole chunks of it, as do Blackwell's library entries.
+    /// with their threads then, as do Blackwell's library entries. The others write C through TMA,
+    /// and an entry that writes C column-major stores only whole chunks of it.
     pub const fn stores_any_c(&self) -> bool {
-        matches!(self.family, Family::Hopper) && self.general && !self.c_col_major
+        self.general && !self.c_col_major
     }
 
     /// Whether the tile is wider than a staging box but not a multiple of it (160, 224, 96

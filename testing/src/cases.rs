@@ -255,10 +255,7 @@ pub fn sweep_cases(kernel: &KernelSpec, seed: u64, count: usize) -> Vec<SweepCas
         kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     let mut rng = Rng::new(seed ^ name_hash);
     let (unit_m, unit_n, column) = (kernel.unit_m() as usize, kernel.unit_n() as usize, kernel.tile_n as usize);
-    // The kernel's N (C's contiguous dimension) in multiples of 8 where it stores C through TMA
-    // alone, in the orientation it writes: the ladder's TMA-store kernels and Blackwell's library
-    // entries (the entries that write C column-major round M instead, `dims_for`).
-    let n_step = if kernel.c_box.is_some() && !kernel.stores_any_c() && !kernel.c_col_major { 8 } else { 1 };
+    let n_step = if kernel.c_box.is_some() && !kernel.general { 8 } else { 1 };
     let up = |x: usize, step: usize| x.div_ceil(step) * step;
 
     let corners = [

@@ -131,9 +131,8 @@ pub fn check_rejections(gemm: &Gemm, stream: &Arc<CudaStream>, kernel: &KernelSp
     // A dense C with N odd, which TMA cannot write: the entries that store any C take it (their
     // sweeps and `general_cases` check them on such a C), the rest refuse it.
     if kernel.c_box.is_some() && !kernel.stores_any_c() {
-        // (Blackwell's library entries refuse it by name: they lack such stores.)
         expect("N odd (TMA store)", &mut c, &|c| run(op_for(kernel, m, n - 1, k), &a.slice(..), c), &|e| {
-            matches!(e, Error::Unsupported { .. } | Error::Lacks { lack: hgemm::Lack::RaggedC, .. })
+            matches!(e, Error::Unsupported { .. })
         })?;
     }
     if kernel.single_tile_column() {

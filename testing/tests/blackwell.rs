@@ -26,17 +26,17 @@ fn seed() -> u64 {
     std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| std::process::id() as u64)
 }
 
-/// Every case: A, B and C in each storage order; beta 0 (C not read) and -0.5 (C loaded) with
-/// alpha 0.75; one GEMM and a strided batch of 3 with gaps; shapes of whole 256×256 units, partial
-/// tiles in M, N and K, a single 8×8 tile, several waves of the 148 SMs, and K = 0; leading
-/// dimensions padded past the rows. M and N are multiples of 8: C's contiguous dimension, M or N
-/// by its layout, must be (`Lack::RaggedC`).
-fn cases() -> Vec<(String, GemmOp)> {
+/// Every case, with where C starts in its buffer (elements): A, B and C in each storage order;
+/// beta 0 (C not read) and -0.5 (C loaded) with alpha 0.75; one GEMM and a strided batch of 3 with
+/// gaps; shapes of whole 256×256 units, partial tiles in M, N and K, a single tile, several waves
+/// of the 148 SMs, M and N not multiples of 8 (a ragged C, whose last columns or all of which the
+/// threads store), and K = 0; leading dimensions padded past the rows; and views of C that start
+/// 2 and 8 bytes past a 16-byte boundary (every column stored by the threads).
+fn cases() -> Vec<(String, GemmOp, usize)> {
     let orders = [Layout::RowMajor, Layout::ColMajor];
+    let shapes = [(256, 256, 512), (304, 520, 136), (1, 8, 8), (257, 301, 4104), (2048, 3072, 1024), (520, 264, 0)];
     let mut cases = Vec::new();
-    for &(m, n, k) in
-        &[(256, 256, 512), (304, 520, 136), (8, 8, 8), (264, 392, 4104), (2048, 3072, 1024), (520, 264, 0)]
-    {
+    for &(m, n, k) in &shapes {
         for a in orders {
             for b in orders {
                 for c in orders {
@@ -44,24 +44,32 @@ fn cases() -> Vec<(String, GemmOp)> {
                         for batch in [1, 3] {
                             let ld =
                                 |l: Layout, rows: usize, cols: usize| if l == Layout::RowMajor { cols } else { rows };
+                            // A and B's rows in multiples of 8 (TMA's 16 bytes); C's as they come.
+                            let up8 = |x: usize| x.div_ceil(8) * 8;
                             let op = GemmOp::new(m, n, k)
-                                .a(a, ld(a, m, k) + 8)
-                                .b(b, ld(b, k, n) + 16)
+                                .a(a, up8(ld(a, m, k)) + 8)
+                                .b(b, up8(ld(b, k, n)) + 16)
                                 .c(c, ld(c, m, n) + 8)
                                 .alpha(0.75)
                                 .beta(beta);
                             let op = if batch > 1 {
                                 let (la, lb, lc) = testing::lengths(&op);
-                                op.batched(batch, la + 64, lb + 8, lc + 256)
+                                op.batched(batch, up8(la) + 64, up8(lb) + 8, lc + 256)
                             } else {
                                 op
                             };
                             let what = format!("{m}x{n}x{k} A {a:?} B {b:?} C {c:?} beta {beta} batch {batch}, padded");
-                            cases.push((what, op));
+                            cases.push((what, op, 0));
                         }
                     }
                 }
             }
+        }
+    }
+    for offset in [1, 4] {
+        for beta in [0.0f32, 0.5] {
+            let op = GemmOp::new(304, 520, 136).beta(beta);
+            cases.push((format!("304x520x136 C {}-byte past 16, beta {beta}", 2 * offset), op, offset));
         }
     }
     cases
@@ -77,12 +85,12 @@ fn blackwell_library_calls_match_cublas() {
     let mut failures = Vec::new();
     let mut entries = std::collections::BTreeSet::new();
     let cases = cases();
-    for (i, (what, op)) in cases.iter().enumerate() {
+    for (i, (what, op, c_offset)) in cases.iter().enumerate() {
         // `auto` takes every case, with a library entry.
         let kernel = gemm.choose(op).unwrap_or_else(|| panic!("{what}: auto has no kernel"));
         assert!(kernel.name.starts_with("blackwell_lib_"), "{what}: auto chose {}", kernel.name);
         entries.insert(kernel.name);
-        let r = testing::check_op(&gemm, &blas, &stream, op, 0, seed + i as u64).unwrap();
+        let r = testing::check_op(&gemm, &blas, &stream, op, *c_offset, seed + i as u64).unwrap();
         println!(
             "{what} ({}): vs cuBLAS {:.2e}, vs CPU {:?}, outside C {}",
             kernel.name, r.vs_cublas.rel_error, r.vs_cpu, r.outside
@@ -118,23 +126,26 @@ fn blackwell_kernels_verify_against_cublas() {
 
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
-fn blackwell_refuses_what_it_lacks_by_name_and_writes_nothing() {
+fn blackwell_refuses_fused_epilogues_by_name_and_writes_nothing() {
     let gemm = open();
     let stream = gemm.context().default_stream();
-    let (m, n, k) = (256, 264, 64);
+    let (m, n, k) = (256, 256, 64);
     let a = testing::random(&gemm, &stream, m * k, 1, 1.0).unwrap();
     let b = testing::random(&gemm, &stream, n * k, 2, 1.0).unwrap();
     let mut c = testing::random(&gemm, &stream, m * n + 64, 3, 1.0).unwrap();
     let before = stream.clone_dtoh(&c).unwrap();
-    // (what, call, C's first element in its buffer, what the entries lack for it)
-    let cases = [
-        ("relu", GemmOp::new(m, n, k).activation(Activation::Relu), 0, Lack::FusedEpilogue),
-        ("N = 263 (ragged C)", GemmOp::new(m, n - 1, k), 0, Lack::RaggedC),
-        ("C 2 bytes past 16-byte alignment", GemmOp::new(m, n, k), 1, Lack::RaggedC),
-    ];
-    for (what, op, offset, lack) in cases {
-        let r = gemm.gemm(&stream, &op, &a, &b, &mut c.slice_mut(offset..offset + m * n));
-        assert!(matches!(&r, Err(Error::Lacks { lack: l, .. }) if *l == lack), "{what}: {r:?}");
+    for (what, op) in [
+        ("bias", GemmOp::new(m, n, k).bias(hgemm::BiasType::Bf16)),
+        ("relu", GemmOp::new(m, n, k).activation(Activation::Relu)),
+        ("gated silu", GemmOp::new(m, n, k).activation(Activation::Silu).gated()),
+    ] {
+        let r = if op.bias.is_some() {
+            let bias = testing::random(&gemm, &stream, n, 4, 1.0).unwrap();
+            gemm.gemm_bias(&stream, &op, &a, &b, &bias, &mut c.slice_mut(..m * n))
+        } else {
+            gemm.gemm(&stream, &op, &a, &b, &mut c.slice_mut(..m * n))
+        };
+        assert!(matches!(&r, Err(Error::Lacks { lack: Lack::FusedEpilogue, .. })), "{what}: {r:?}");
     }
     stream.synchronize().unwrap();
     let after = stream.clone_dtoh(&c).unwrap();
@@ -142,20 +153,22 @@ fn blackwell_refuses_what_it_lacks_by_name_and_writes_nothing() {
 }
 
 /// The GPU test's cases are calls a B200 takes, worked out here without one: `auto` picks a
-/// library entry for each, every entry among them, and each plans; 2 × 2 × 2 × 2 × 2 per shape.
+/// library entry for each, every entry among them, and each plans; 2 × 2 × 2 × 2 × 2 per shape,
+/// and the views of C.
 #[test]
 fn blackwell_cases_are_calls_a_b200_takes() {
     let kernels: Vec<&hgemm::KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell).collect();
     let cases = cases();
-    assert_eq!(cases.len(), 6 * 32);
+    assert_eq!(cases.len(), 6 * 32 + 4);
     let mut entries = std::collections::BTreeSet::new();
-    for (what, op) in &cases {
+    for (what, op, c_offset) in &cases {
         let spec = hgemm::choose::choose(kernels.iter().copied(), op, 148).unwrap_or_else(|| panic!("{what}"));
         assert!(spec.name.starts_with("blackwell_lib_"), "{what}: {}", spec.name);
         entries.insert(spec.name);
         let (la, lb, lc) = testing::lengths(op);
         assert_eq!(op.validate(la, lb, lc), Ok(op.m > 0 && op.n > 0), "{what}");
-        hgemm::plan::plan(spec, op, 0x10000, 0x20000, 0x30000).unwrap_or_else(|e| panic!("{what}: {e}"));
+        hgemm::plan::plan(spec, op, 0x10000, 0x20000, 0x30000 + 2 * *c_offset as u64)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
     }
     assert_eq!(entries.len(), 4);
 }

@@ -5,8 +5,9 @@
 use super::*;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::{SmemDesc, TmemAddr};
+use crate::epilogue::Output;
 use crate::ptx::tma::TensorMap;
-use crate::staging::Staging;
+use crate::staging::{Staging, holds_columns_past_tma};
 
 /// Convert 64 accumulator columns starting at `acc` to `alpha·acc + beta·old` in bf16, where
 /// `old` is what the staging box holds (C's box, loaded by TMA) if `beta_c`, and write them back
@@ -38,6 +39,28 @@ fn stage_scaled(acc: TmemAddr, staging: Staging, warp: u32, lane: u32, args: &Ge
             let chunk = [packed[4 * q], packed[4 * q + 1], packed[4 * q + 2], packed[4 * q + 3]];
             staging.store_v4(row, 32 * half + 8 * q as u32, chunk);
         }
+    }
+}
+
+/// Store the staged 128×64 box whose element (0, 0) is C's (`row0`, `col0`) with the epilogue
+/// warps' own stores, where TMA cannot write C: warp `w` moves rows `32·(w % 4)` to
+/// `32·(w % 4) + 31`, lane `l` the pair at columns `2l` and `2l + 1` of each, so that a warp's
+/// store covers 128 contiguous bytes of one row; what lies outside the output is skipped.
+#[inline(always)]
+fn store_box(out: &Output, staging: Staging, warp: u32, lane: u32, row0: u32, col0: u32) {
+    for r in 0..32 {
+        let row = 32 * (warp % 4) + r;
+        out.store_packed(row0 + row, col0 + 2 * lane, staging.load_b32(row, 2 * lane));
+    }
+}
+
+/// The box [`store_box`] stores, loaded from C into the staging box (zeros outside the output),
+/// for beta where TMA cannot read it.
+#[inline(always)]
+fn load_box(out: &Output, staging: Staging, warp: u32, lane: u32, row0: u32, col0: u32) {
+    for r in 0..32 {
+        let row = 32 * (warp % 4) + r;
+        staging.store_b32(row, 2 * lane, out.load_packed(row0 + row, col0 + 2 * lane));
     }
 }
 
@@ -176,11 +199,16 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
     } else if warp >= EPILOGUE_WARP0 {
         let issuer = tid == EPILOGUE_WARP0 * 32;
         let beta_c = args.beta != 0.0;
+        // C's columns that TMA writes: all of them, or those before the last whole 16-byte chunk
+        // of its rows, or none where its address or strides are not ones TMA can write
+        // (`staging::tma_store_columns`; the host's C map stops there).
+        let tma_columns = args.tma_store_columns(args.n);
         let mut acc = PipelineState::<ACC_STAGES>::new();
         let mut c_phase = 0;
         let mut unit = first_unit;
         while unit < units {
             let (m0, n0, z) = origin(unit);
+            let out = Output::new(args, z as u32);
             mbarrier::wait(mainloop(acc.stage), acc.phase);
             tcgen05::fence_after_thread_sync();
 
@@ -189,11 +217,20 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
                 let staging = Staging(base + SMEM.c + (j % C_BUFFERS) * C_BOX.bytes());
                 let last = j == BN / BOX_COLS - 1;
                 let x = (n0 + j * BOX_COLS) as i32;
+                // A box holding columns TMA cannot write is loaded (for beta) and stored by the
+                // threads; every other box by TMA, clipped at C's edge.
+                let direct = holds_columns_past_tma(x as u32, BOX_COLS, args.n, tma_columns);
                 if issuer {
                     // The store issued from this box two boxes ago has read it.
                     tma::wait_group_read::<{ C_BUFFERS - 1 }>();
                 }
-                if beta_c {
+                if direct {
+                    bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                    if beta_c {
+                        load_box(&out, staging, warp, lane, m0, x as u32);
+                        bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                    }
+                } else if beta_c {
                     // C's box lands in the staging box (zeros past M and N); the issuer loads it
                     // only once the box is free, and every thread waits for its bytes.
                     if issuer {
@@ -214,8 +251,15 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
                     tcgen05::fence_before_thread_sync();
                 }
                 bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                if direct {
+                    store_box(&out, staging, warp, lane, m0, x as u32);
+                }
                 if issuer {
-                    tma::store_3d(map_c, x, m0 as i32, z, staging.0);
+                    if !direct {
+                        tma::store_3d(map_c, x, m0 as i32, z, staging.0);
+                    }
+                    // One group per box, empty for a box the threads stored: the
+                    // `wait_group.read 1` above counts on groups alternating between the boxes.
                     tma::commit_group();
                     if last {
                         mbarrier::arrive_cluster(epilogue(acc.stage), 0);

@@ -17,11 +17,13 @@
 //!   beta times it. K = 0 (C = beta·C) stores beta·C without reading the accumulator.
 //! - **Partial tiles**: TMA fills the rows and columns of a box past M, N or K with zeros (and
 //!   counts their bytes), and clips stores at C's edge.
+//! - **Ragged C**: a box holding columns of C that TMA cannot write (past the last whole 16-byte
+//!   chunk of its rows, or all of them where C's address or strides are not TMA's) is loaded for
+//!   beta and stored by the epilogue warps themselves, a warp a row at a time, bf16 by bf16 where
+//!   C is not 4-byte aligned (`crate::epilogue::Output`).
 //!
-//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): a fused epilogue, and
-//! a C that TMA cannot write whole (N, the leading dimension or the batch stride not a multiple
-//! of 8 elements in the kernel's form, or C not 16-byte aligned). No stream-K: every tile is
-//! computed whole.
+//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): a fused epilogue. No
+//! stream-K: every tile is computed whole.
 //!
 //! ```text
 //! warp 0, t0 (both)  : for unit, kb: wait(empty[s]) → arrive_expect_tx(rank 0's full[s])
@@ -32,6 +34,8 @@
 //!                        for j in 0..4: t0: wait_group.read 1 → [beta: t0 TMA-loads C's box, all wait]
 //!                          → tcgen05.ld → alpha·acc (+ beta·C) → bf16 → st.shared → fence → barrier
 //!                          → t0: TMA store, commit; (after j = 3) t0 arrives on rank 0's epilogue[a]
+//!                        (a box TMA cannot write: the threads load C for beta and store it, t0
+//!                         commits an empty group)
 //! all (both)         : cluster barrier → tcgen05.dealloc.cta_group::2 (warp 1)
 //! ```
 //!
