@@ -151,25 +151,30 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// What Blackwell's library entries (`blackwell_lib_*`) do not have yet, where Hopper's v7 entries
-/// do ([`Error::Lacks`]). Non-exhaustive: each goes once the entries have it.
+/// What Blackwell's entries do not have, where Hopper's v7 entries do ([`Error::Lacks`]).
+/// Non-exhaustive: each goes once the entries have it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Lack {
     /// A fused epilogue: bias, activation or gated units ([`GemmOp::bias`](crate::GemmOp::bias),
-    /// [`GemmOp::activation`](crate::GemmOp::activation), [`GemmOp::gated`](crate::GemmOp::gated)).
+    /// [`GemmOp::activation`](crate::GemmOp::activation), [`GemmOp::gated`](crate::GemmOp::gated)):
+    /// Blackwell's ladder entries.
     FusedEpilogue,
+    /// Gated units ([`GemmOp::gated`](crate::GemmOp::gated)): Blackwell's library entries, which
+    /// fuse a bias and an activation.
+    GatedUnits,
 }
 
 impl fmt::Display for Lack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Lack::FusedEpilogue => {
-                write!(
-                    f,
-                    "a fused epilogue (bias, activation or gated units), which Blackwell's entries do not have yet"
-                )
+                write!(f, "a fused epilogue (bias, activation or gated units), which Blackwell's ladder does not have")
             }
+            Lack::GatedUnits => write!(
+                f,
+                "gated units (SwiGLU, GeGLU), which Blackwell's entries do not have yet (they fuse a bias and an activation)"
+            ),
         }
     }
 }

@@ -114,6 +114,8 @@ pub(crate) enum Refusal {
     NotNative,
     /// A fused epilogue (bias, activation, gating) for an entry without one.
     Epilogue,
+    /// Gated units for an entry whose fused epilogue has none (Blackwell's library entries).
+    Gated,
     Orders,
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
@@ -135,6 +137,8 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if op.fused() && !fuses_epilogue(spec) {
         Some(Refusal::Epilogue)
+    } else if op.gated && !gates(spec) {
+        Some(Refusal::Gated)
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -150,6 +154,7 @@ impl Refusal {
     fn error(&self, spec: &KernelSpec) -> Error {
         match (self, spec.family) {
             (Refusal::Epilogue, Family::Blackwell) => Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue },
+            (Refusal::Gated, _) => Error::Lacks { kernel: spec.name, lack: Lack::GatedUnits },
             _ => Error::Unsupported { kernel: spec.name, reason: self.reason(spec) },
         }
     }
@@ -177,6 +182,7 @@ impl Refusal {
                 spec.version
             ),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
+            Refusal::Gated => Lack::GatedUnits.to_string(),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
             }
@@ -185,9 +191,16 @@ impl Refusal {
 }
 
 /// Whether `spec` applies a fused epilogue (bias, activation, gating: [`GemmArgs::epilogue`]):
-/// Hopper's v7 entries. Blackwell's v7 does not read it yet, and the ladders compute only the
-/// native problem.
+/// Hopper's v7 entries, and Blackwell's library entries without gating ([`gates`]). Blackwell's
+/// ladder does not read it, and the ladders compute only the native problem.
 pub const fn fuses_epilogue(spec: &KernelSpec) -> bool {
+    (matches!(spec.family, Family::Hopper) && spec.version == 7)
+        || (matches!(spec.family, Family::Blackwell) && spec.general)
+}
+
+/// Whether `spec`'s fused epilogue also computes gated units ([`GemmOp::gated`]): Hopper's v7
+/// entries.
+pub const fn gates(spec: &KernelSpec) -> bool {
     matches!(spec.family, Family::Hopper) && spec.version == 7
 }
 
@@ -359,6 +372,7 @@ pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> Result<Launch
 mod tests {
     use super::*;
     use hgemm_kernels::hopper;
+    use hgemm_kernels::spec::Major;
 
     /// An `m × n × 512` problem, `batch` of them.
     fn args(m: u32, n: u32, batch: u32) -> GemmArgs {
@@ -626,21 +640,29 @@ mod tests {
         // An activation alone plans without a bias.
         let relu = GemmOp::new(300, 512, 64).activation(Activation::Relu);
         assert_eq!(plan(v7, &relu, 0x1000, 0x2000, 0x3000).unwrap().args.epilogue, relu.epilogue());
-        // No ladder entry and no Blackwell entry fuses an epilogue; each says so, Blackwell's by
-        // name (`Error::Lacks`).
+        // No ladder entry fuses an epilogue; each says so, Blackwell's by name (`Error::Lacks`).
+        // Blackwell's library entries fuse a bias and an activation, not gated units.
         assert!(matches!(supports(&hopper::v6::SPEC, &relu), Err(Error::Unsupported { .. })));
+        let gated = GemmOp::new(300, 512, 64).activation(Activation::Silu).gated();
         for bw in hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell) {
-            assert_eq!(
-                supports(bw, &relu),
-                Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }),
-                "{}",
-                bw.name
-            );
+            if bw.general {
+                assert!(fuses_epilogue(bw) && !gates(bw), "{}", bw.name);
+                // (Each in the orders it reads.)
+                let ordered = relu.a(if bw.a_major == Major::K { Layout::RowMajor } else { Layout::ColMajor }, 304).b(
+                    if bw.b_major == Major::K { Layout::ColMajor } else { Layout::RowMajor },
+                    if bw.b_major == Major::K { 64 } else { 512 },
+                );
+                let ordered = if bw.a_major == Major::K { ordered.a(Layout::RowMajor, 64) } else { ordered };
+                assert_eq!(supports(bw, &ordered), Ok(()), "{}", bw.name);
+                assert_eq!(supports(bw, &gated), Err(Error::Lacks { kernel: bw.name, lack: Lack::GatedUnits }));
+            } else {
+                assert_eq!(supports(bw, &relu), Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }));
+            }
         }
         // Every Hopper v7 entry takes what it takes with the epilogue that scales (entries that
         // shift their last staging box take one column of tiles then).
         for spec in hopper::v7::VARIANTS.iter().chain([v7]) {
-            assert!(fuses_epilogue(spec), "{}", spec.name);
+            assert!(fuses_epilogue(spec) && gates(spec), "{}", spec.name);
             let scaled = GemmOp::new(300, 512, 64).beta(1.0);
             assert_eq!(supports(spec, &relu).is_ok(), supports(spec, &scaled).is_ok(), "{}", spec.name);
         }

@@ -126,26 +126,41 @@ fn the_sm_count_sizes_the_grid() {
 }
 
 #[test]
-fn fused_epilogues_are_refused_by_name() {
-    let ops = [
+fn bias_and_activation_fuse_and_gated_units_are_refused_by_name() {
+    let fused = [
         GemmOp::new(256, 256, 64).bias(BiasType::Bf16),
         GemmOp::new(256, 256, 64).activation(Activation::Relu),
-        GemmOp::new(256, 256, 64).activation(Activation::Silu).gated(),
+        GemmOp::new(300, 520, 64).bias(BiasType::F32).activation(Activation::GeluErf).beta(0.5),
+        GemmOp::new(300, 520, 64).bias(BiasType::Bf16).activation(Activation::Silu).c(Layout::ColMajor, 304),
     ];
-    for op in ops {
-        assert!(auto(&op).is_none(), "{op:?}");
-        for spec in blackwell() {
-            assert_eq!(supports(spec, &op), Err(Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue }));
+    for op in fused {
+        let spec = auto(&op).unwrap_or_else(|| panic!("{op:?}"));
+        assert!(spec.general, "{}", spec.name);
+        let bias = op.bias.map(|ty| (0x40000, ty));
+        let p = plan_fused(spec, &op, 0x10000, 0x20000, bias, 0x30000).unwrap();
+        // The epilogue reaches the kernel; with C column-major (Cᵀ computed) its bias runs along
+        // the kernel's M.
+        let swapped = op.c_layout == Layout::ColMajor;
+        let expected = if swapped { op.epilogue().along_m() } else { op.epilogue() };
+        assert_eq!((p.args.epilogue, p.args.bias), (expected, bias.map_or(0, |b| b.0)), "{op:?}");
+        // Blackwell's ladder has no fused epilogue.
+        for v in hgemm_kernels::blackwell::LADDER {
+            assert_eq!(supports(v, &op), Err(Error::Lacks { kernel: v.name, lack: Lack::FusedEpilogue }));
         }
     }
-    let e = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::FusedEpilogue }.to_string();
-    assert!(e.contains("blackwell_lib_kk") && e.contains("fused epilogue") && e.contains("Blackwell"), "{e}");
+    let gated = GemmOp::new(256, 256, 64).activation(Activation::Silu).gated();
+    assert!(auto(&gated).is_none());
+    for spec in blackwell().into_iter().filter(|k| k.general) {
+        assert_eq!(supports(spec, &gated), Err(Error::Lacks { kernel: spec.name, lack: Lack::GatedUnits }));
+    }
+    let e = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::GatedUnits }.to_string();
+    assert!(e.contains("blackwell_lib_kk") && e.contains("gated units") && e.contains("Blackwell"), "{e}");
     // With a bias buffer too, the refusal comes before the bias is looked at.
-    let op = GemmOp::new(256, 256, 64).bias(BiasType::F32);
+    let op = gated.bias(BiasType::F32);
     let lib = blackwell().into_iter().find(|k| k.general).unwrap();
     assert_eq!(
         plan_fused(lib, &op, 0x1000, 0x2000, Some((0x4000, BiasType::F32)), 0x3000),
-        Err(Error::Lacks { kernel: lib.name, lack: Lack::FusedEpilogue })
+        Err(Error::Lacks { kernel: lib.name, lack: Lack::GatedUnits })
     );
 }
 

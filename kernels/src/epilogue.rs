@@ -2,7 +2,7 @@
 //! the partial sums Hopper v7's stream-K hands from one worker to the next.
 use crate::args::GemmArgs;
 use crate::ptx::cvt;
-#[cfg(any(hopper, hang_guard))]
+#[cfg(any(hopper, blackwell, hang_guard))]
 use crate::ptx::global;
 #[cfg(hopper)]
 use crate::ptx::shfl;
@@ -188,7 +188,8 @@ impl GatedOutput {
 
 /// The fused epilogue's first step ([`crate::fused`]) for one batch entry: `alpha·acc + bias`,
 /// the pre-activation (each of a gated call's gate and up values).
-#[cfg(hopper)]
+#[cfg(any(hopper, blackwell))]
+#[cfg_attr(not(hopper), allow(dead_code))]
 #[derive(Clone, Copy)]
 pub struct Fused {
     alpha: f32,
@@ -200,7 +201,7 @@ pub struct Fused {
     len: u32,
 }
 
-#[cfg(hopper)]
+#[cfg(any(hopper, blackwell))]
 impl Fused {
     /// Batch entry `z` of the epilogue `e` (`args`'s, as the kernel read it) for `args`.
     #[inline(always)]
@@ -226,6 +227,21 @@ impl Fused {
         }
     }
 
+    /// Whether the bias runs along the kernel's M (an entry computing Cᵀ).
+    #[cfg(blackwell)]
+    #[inline(always)]
+    pub fn along_m(&self) -> bool {
+        self.along_m
+    }
+
+    /// Bias element `i` (0 without a bias), 0 past the vector's end: a select, not a branch (the
+    /// last element is loaded instead).
+    #[cfg(blackwell)]
+    #[inline(always)]
+    pub fn bias_or_zero(&self, i: u32) -> f32 {
+        if self.bias == 0 { 0.0 } else { self.bias_at(i) }
+    }
+
     /// Bias element `i`, 0 past the vector's end: a select, not a branch (the last element is
     /// loaded instead).
     #[inline(always)]
@@ -244,6 +260,7 @@ impl Fused {
     /// pair p at row `row0 + 8·(p % 2)`, columns `col0 + 8·(p / 2)` and the next). Along M a
     /// thread needs two bias values; along N, each lane loads one of every 32 columns and the
     /// warp shuffles them: a load per pair kept ptxas's registers past their bound.
+    #[cfg(hopper)]
     #[inline(always)]
     pub fn pre_activation<F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, row0: u32, col0: u32, lane: u32) {
         let a = self.alpha;
@@ -262,6 +279,7 @@ impl Fused {
     /// [`pre_activation`](Self::pre_activation) with a bias along N, f32 (`F32`) or bf16: each
     /// lane loads one of every 32 columns, with one base address and constant offsets, and the
     /// warp shuffles them to the lanes that hold them.
+    #[cfg(hopper)]
     #[inline(always)]
     fn bias_along_n<const F32: bool, F: crate::ptx::wgmma::Fragment>(&self, acc: &mut F, col0: u32, lane: u32) {
         let a = self.alpha;

@@ -32,7 +32,7 @@ pub mod sched;
 pub mod spec;
 pub mod staging;
 
-#[cfg(any(all(target_arch = "nvptx64", hopper), test))]
+#[cfg(any(all(target_arch = "nvptx64", any(hopper, blackwell)), test))]
 mod activation;
 #[cfg(target_arch = "nvptx64")]
 mod epilogue;

@@ -1,6 +1,6 @@
 //! Blackwell's library on a B200 or GB300: every call `auto` takes there, through the library
-//! entries (`blackwell_lib_*`), against cuBLAS over C's whole buffer, and the calls they lack
-//! something for refused by name with C untouched. Ignored in the normal suite (no GPU here);
+//! entries (`blackwell_lib_*`), plain and with a fused bias and activation, against cuBLAS over
+//! C's whole buffer, and gated units refused by name with C untouched. Ignored in the normal suite (no GPU here);
 //! docs/blackwell.md gives the one command that runs them. Every test opens the GPU and asserts
 //! it is a Blackwell one first: on any other GPU, or none, each fails; none passes by skipping.
 
@@ -124,9 +124,37 @@ fn blackwell_kernels_verify_against_cublas() {
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The fused calls of the library's suite (`testing::fused_general_cases`) that Blackwell's
+/// entries take: every storage order, bf16 and f32 biases, every activation, batches with a bias
+/// per entry or one shared, stream-K shapes (whole tiles here), ragged C; not the gated ones.
+fn fused_cases() -> Vec<testing::FusedCase> {
+    testing::fused_general_cases().into_iter().filter(|c| !c.op.gated).collect()
+}
+
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
-fn blackwell_refuses_fused_epilogues_by_name_and_writes_nothing() {
+fn blackwell_fused_epilogues_match_cublas() {
+    let gemm = open();
+    let stream = gemm.context().default_stream();
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let mut failures = Vec::new();
+    let cases = fused_cases();
+    for (i, case) in cases.iter().enumerate() {
+        let kernel = gemm.choose(&case.op).unwrap_or_else(|| panic!("{}: auto has no kernel", case.what));
+        assert!(kernel.name.starts_with("blackwell_lib_"), "{}: auto chose {}", case.what, kernel.name);
+        let r = testing::check_fused(&gemm, &blas, &stream, &case.op, None, seed + i as u64).unwrap();
+        println!("{} ({}): {r:?}", case.what, kernel.name);
+        if !r.passed() {
+            failures.push(format!("{} ({}): {r:?}", case.what, kernel.name));
+        }
+    }
+    assert!(failures.is_empty(), "seed {seed}: {} of {} failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
+fn blackwell_refuses_gated_units_by_name_and_writes_nothing() {
     let gemm = open();
     let stream = gemm.context().default_stream();
     let (m, n, k) = (256, 256, 64);
@@ -135,9 +163,11 @@ fn blackwell_refuses_fused_epilogues_by_name_and_writes_nothing() {
     let mut c = testing::random(&gemm, &stream, m * n + 64, 3, 1.0).unwrap();
     let before = stream.clone_dtoh(&c).unwrap();
     for (what, op) in [
-        ("bias", GemmOp::new(m, n, k).bias(hgemm::BiasType::Bf16)),
-        ("relu", GemmOp::new(m, n, k).activation(Activation::Relu)),
-        ("gated silu", GemmOp::new(m, n, k).activation(Activation::Silu).gated()),
+        ("SwiGLU", GemmOp::new(m, n, k).activation(Activation::Silu).gated()),
+        (
+            "GeGLU with a bias",
+            GemmOp::new(m, n, k).activation(Activation::GeluTanh).gated().bias(hgemm::BiasType::Bf16),
+        ),
     ] {
         let r = if op.bias.is_some() {
             let bias = testing::random(&gemm, &stream, n, 4, 1.0).unwrap();
@@ -145,16 +175,16 @@ fn blackwell_refuses_fused_epilogues_by_name_and_writes_nothing() {
         } else {
             gemm.gemm(&stream, &op, &a, &b, &mut c.slice_mut(..m * n))
         };
-        assert!(matches!(&r, Err(Error::Lacks { lack: Lack::FusedEpilogue, .. })), "{what}: {r:?}");
+        assert!(matches!(&r, Err(Error::Lacks { lack: Lack::GatedUnits, .. })), "{what}: {r:?}");
     }
     stream.synchronize().unwrap();
     let after = stream.clone_dtoh(&c).unwrap();
     assert!(before.iter().zip(&after).all(|(x, y)| x.to_bits() == y.to_bits()), "a refused call wrote C");
 }
 
-/// The GPU test's cases are calls a B200 takes, worked out here without one: `auto` picks a
+/// The GPU tests' cases are calls a B200 takes, worked out here without one: `auto` picks a
 /// library entry for each, every entry among them, and each plans; 2 × 2 × 2 × 2 × 2 per shape,
-/// and the views of C.
+/// the views of C, and the fused calls.
 #[test]
 fn blackwell_cases_are_calls_a_b200_takes() {
     let kernels: Vec<&hgemm::KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell).collect();
@@ -171,4 +201,15 @@ fn blackwell_cases_are_calls_a_b200_takes() {
             .unwrap_or_else(|e| panic!("{what}: {e}"));
     }
     assert_eq!(entries.len(), 4);
+    // The fused cases too, with their bias buffers.
+    let fused = fused_cases();
+    assert!(fused.len() >= 10 && fused.iter().all(|c| c.op.fused()));
+    for case in &fused {
+        let spec =
+            hgemm::choose::choose(kernels.iter().copied(), &case.op, 148).unwrap_or_else(|| panic!("{}", case.what));
+        assert!(spec.name.starts_with("blackwell_lib_"), "{}: {}", case.what, spec.name);
+        let bias = case.op.bias.map(|ty| (0x40000, ty));
+        hgemm::plan::plan_fused(spec, &case.op, 0x10000, 0x20000, bias, 0x30000)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.what));
+    }
 }

@@ -3,18 +3,41 @@
 //! scales by alpha and adds beta·C.
 
 use super::*;
+use crate::activation::activate;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::{SmemDesc, TmemAddr};
-use crate::epilogue::Output;
+use crate::epilogue::{Fused, Output};
+use crate::fused::Activation;
 use crate::ptx::tma::TensorMap;
 use crate::staging::{Staging, holds_columns_past_tma};
 
+/// The fused epilogue of a tile ([`crate::fused`]; not gated): its bias and activation, and the
+/// C coordinates of the thread's row and of the box's first column, where the bias is read.
+#[derive(Clone, Copy)]
+struct TileFused {
+    fused: Fused,
+    act: Activation,
+    row: u32,
+    col0: u32,
+}
+
 /// Convert 64 accumulator columns starting at `acc` to `alpha·acc + beta·old` in bf16, where
 /// `old` is what the staging box holds (C's box, loaded by TMA) if `beta_c`, and write them back
-/// into the box, row `32·(warp % 4) + lane` from the lane of the same number. With `no_acc`
-/// (K = 0) the accumulator, never written, is not read: the result is `beta·old`.
+/// into the box, row `32·(warp % 4) + lane` from the lane of the same number; with `fused`,
+/// `act(alpha·acc + bias) + beta·old`. With `no_acc` (K = 0) the accumulator, never written, is
+/// not read: it counts as zero.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn stage_scaled(acc: TmemAddr, staging: Staging, warp: u32, lane: u32, args: &GemmArgs, beta_c: bool, no_acc: bool) {
+fn stage_scaled(
+    acc: TmemAddr,
+    staging: Staging,
+    warp: u32,
+    lane: u32,
+    args: &GemmArgs,
+    beta_c: bool,
+    no_acc: bool,
+    fused: Option<TileFused>,
+) {
     use crate::epilogue::bf16x2_to_f32;
     use crate::ptx::{
         cvt,
@@ -28,6 +51,18 @@ fn stage_scaled(acc: TmemAddr, staging: Staging, warp: u32, lane: u32, args: &Ge
         r.for_each_pair(|p, lo, hi| {
             // A select, not a product: stale tensor memory may hold NaN.
             let (mut lo, mut hi) = if no_acc { (0.0, 0.0) } else { (args.alpha * lo, args.alpha * hi) };
+            if let Some(t) = fused {
+                // The bias of the row (along M, an entry computing Cᵀ) or of each column.
+                let col = t.col0 + 32 * half + 2 * p;
+                let (b_lo, b_hi) = if t.fused.along_m() {
+                    let b = t.fused.bias_or_zero(t.row);
+                    (b, b)
+                } else {
+                    (t.fused.bias_or_zero(col), t.fused.bias_or_zero(col + 1))
+                };
+                lo = activate(t.act, lo + b_lo);
+                hi = activate(t.act, hi + b_hi);
+            }
             if beta_c {
                 let (old_lo, old_hi) = bf16x2_to_f32(staging.load_b32(row, 32 * half + 2 * p));
                 lo += args.beta * old_lo;
@@ -71,9 +106,9 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
 
-    // No fused epilogue here (`crate::fused`): the host refuses such calls; one that slipped
-    // through stops the kernel instead of returning a plain GEMM.
-    if !args.epilogue.is_none() {
+    // No gated units here (`crate::fused`): the host refuses such calls; one that slipped
+    // through stops the kernel instead of returning something else.
+    if args.epilogue.is_gated() {
         crate::ptx::trap();
     }
     let [map_a, map_b, map_c] = maps;
@@ -209,6 +244,14 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
         while unit < units {
             let (m0, n0, z) = origin(unit);
             let out = Output::new(args, z as u32);
+            // The fused epilogue (bias, activation), where the call has one: read per tile.
+            let epi = crate::fused::Epilogue(crate::ptx::mov::b32_opaque(args.epilogue.0));
+            let fused = (!epi.is_none()).then(|| TileFused {
+                fused: Fused::new(args, epi, z as u32),
+                act: epi.activation(),
+                row: m0 + 32 * (warp % 4) + lane,
+                col0: n0,
+            });
             mbarrier::wait(mainloop(acc.stage), acc.phase);
             tcgen05::fence_after_thread_sync();
 
@@ -243,7 +286,8 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
                     bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
                 }
                 let cols = tmem.offset(0, acc.stage * BN + j * BOX_COLS);
-                stage_scaled(cols, staging, warp, lane, args, beta_c, nk == 0);
+                let fused = fused.map(|t| TileFused { col0: x as u32, ..t });
+                stage_scaled(cols, staging, warp, lane, args, beta_c, nk == 0, fused);
                 // The staged bytes are read by the TMA engine (async proxy); the accumulator is
                 // released after its last columns are read.
                 fence::proxy_async_shared_cta();

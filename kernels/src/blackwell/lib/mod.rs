@@ -22,7 +22,10 @@
 //!   beta and stored by the epilogue warps themselves, a warp a row at a time, bf16 by bf16 where
 //!   C is not 4-byte aligned (`crate::epilogue::Output`).
 //!
-//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): a fused epilogue. No
+//! - **Fused epilogue** ([`crate::fused`]): `act(alpha·acc + bias) + beta·C` per value, the bias
+//!   per column (per row for an entry computing Cᵀ), bf16 or f32, per batch entry.
+//!
+//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): gated units. No
 //! stream-K: every tile is computed whole.
 //!
 //! ```text
