@@ -158,11 +158,8 @@ impl std::error::Error for Error {}
 pub enum Lack {
     /// A fused epilogue: bias, activation or gated units ([`GemmOp::bias`](crate::GemmOp::bias),
     /// [`GemmOp::activation`](crate::GemmOp::activation), [`GemmOp::gated`](crate::GemmOp::gated)):
-    /// Blackwell's ladder entries.
+    /// Blackwell's ladder entries (its library entries fuse them).
     FusedEpilogue,
-    /// Gated units ([`GemmOp::gated`](crate::GemmOp::gated)): Blackwell's library entries, which
-    /// fuse a bias and an activation.
-    GatedUnits,
 }
 
 impl fmt::Display for Lack {
@@ -171,10 +168,6 @@ impl fmt::Display for Lack {
             Lack::FusedEpilogue => {
                 write!(f, "a fused epilogue (bias, activation or gated units), which Blackwell's ladder does not have")
             }
-            Lack::GatedUnits => write!(
-                f,
-                "gated units (SwiGLU, GeGLU), which Blackwell's entries do not have yet (they fuse a bias and an activation)"
-            ),
         }
     }
 }

@@ -30,8 +30,8 @@
 //! # Fused epilogues
 //!
 //! A linear layer's bias and activation, and the gated units of current MLPs, run inside the
-//! GEMM's epilogue on Hopper's v7 entries (every one; Blackwell's library entries all but gated
-//! units, which they refuse by name, [`Error::Lacks`] with [`Lack::GatedUnits`]): each element is `y = act(alpha·(A·B)[i][j] + bias[j]) + beta·C[i][j]`
+//! GEMM's epilogue on Hopper's v7 entries and Blackwell's library entries (the ladders refuse
+//! them; Blackwell's by name, [`Error::Lacks`] with [`Lack::FusedEpilogue`]): each element is `y = act(alpha·(A·B)[i][j] + bias[j]) + beta·C[i][j]`
 //! in f32, rounded to bf16 once; beta is the residual add, after the activation. The op declares
 //! the epilogue ([`GemmOp::bias`], [`GemmOp::activation`], [`GemmOp::gated`]) and
 //! [`Gemm::gemm_bias`] takes the bias buffer (bf16 or f32); [`Gemm::gemm`] takes calls without

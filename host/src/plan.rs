@@ -114,8 +114,6 @@ pub(crate) enum Refusal {
     NotNative,
     /// A fused epilogue (bias, activation, gating) for an entry without one.
     Epilogue,
-    /// Gated units for an entry whose fused epilogue has none (Blackwell's library entries).
-    Gated,
     Orders,
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
@@ -137,8 +135,6 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if op.fused() && !fuses_epilogue(spec) {
         Some(Refusal::Epilogue)
-    } else if op.gated && !gates(spec) {
-        Some(Refusal::Gated)
     } else if !spec.general && !op.is_native() {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
@@ -154,7 +150,6 @@ impl Refusal {
     fn error(&self, spec: &KernelSpec) -> Error {
         match (self, spec.family) {
             (Refusal::Epilogue, Family::Blackwell) => Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue },
-            (Refusal::Gated, _) => Error::Lacks { kernel: spec.name, lack: Lack::GatedUnits },
             _ => Error::Unsupported { kernel: spec.name, reason: self.reason(spec) },
         }
     }
@@ -182,7 +177,6 @@ impl Refusal {
                 spec.version
             ),
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
-            Refusal::Gated => Lack::GatedUnits.to_string(),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
             }
@@ -191,17 +185,11 @@ impl Refusal {
 }
 
 /// Whether `spec` applies a fused epilogue (bias, activation, gating: [`GemmArgs::epilogue`]):
-/// Hopper's v7 entries, and Blackwell's library entries without gating ([`gates`]). Blackwell's
-/// ladder does not read it, and the ladders compute only the native problem.
+/// Hopper's v7 entries and Blackwell's library entries. Blackwell's ladder does not read it, and
+/// the ladders compute only the native problem.
 pub const fn fuses_epilogue(spec: &KernelSpec) -> bool {
     (matches!(spec.family, Family::Hopper) && spec.version == 7)
         || (matches!(spec.family, Family::Blackwell) && spec.general)
-}
-
-/// Whether `spec`'s fused epilogue also computes gated units ([`GemmOp::gated`]): Hopper's v7
-/// entries.
-pub const fn gates(spec: &KernelSpec) -> bool {
-    matches!(spec.family, Family::Hopper) && spec.version == 7
 }
 
 /// Bytes a bias vector's address (and each batch entry's, [`GemmOp::bias_stride`]) must be
@@ -641,12 +629,12 @@ mod tests {
         let relu = GemmOp::new(300, 512, 64).activation(Activation::Relu);
         assert_eq!(plan(v7, &relu, 0x1000, 0x2000, 0x3000).unwrap().args.epilogue, relu.epilogue());
         // No ladder entry fuses an epilogue; each says so, Blackwell's by name (`Error::Lacks`).
-        // Blackwell's library entries fuse a bias and an activation, not gated units.
+        // Blackwell's library entries fuse them all, gated units too.
         assert!(matches!(supports(&hopper::v6::SPEC, &relu), Err(Error::Unsupported { .. })));
         let gated = GemmOp::new(300, 512, 64).activation(Activation::Silu).gated();
         for bw in hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell) {
             if bw.general {
-                assert!(fuses_epilogue(bw) && !gates(bw), "{}", bw.name);
+                assert!(fuses_epilogue(bw), "{}", bw.name);
                 // (Each in the orders it reads.)
                 let ordered = relu.a(if bw.a_major == Major::K { Layout::RowMajor } else { Layout::ColMajor }, 304).b(
                     if bw.b_major == Major::K { Layout::ColMajor } else { Layout::RowMajor },
@@ -654,15 +642,17 @@ mod tests {
                 );
                 let ordered = if bw.a_major == Major::K { ordered.a(Layout::RowMajor, 64) } else { ordered };
                 assert_eq!(supports(bw, &ordered), Ok(()), "{}", bw.name);
-                assert_eq!(supports(bw, &gated), Err(Error::Lacks { kernel: bw.name, lack: Lack::GatedUnits }));
+                let gated = gated.a(ordered.a_layout, ordered.lda).b(ordered.b_layout, ordered.ldb);
+                assert_eq!(supports(bw, &gated), Ok(()), "{}", bw.name);
             } else {
                 assert_eq!(supports(bw, &relu), Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }));
+                assert_eq!(supports(bw, &gated), Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }));
             }
         }
         // Every Hopper v7 entry takes what it takes with the epilogue that scales (entries that
         // shift their last staging box take one column of tiles then).
         for spec in hopper::v7::VARIANTS.iter().chain([v7]) {
-            assert!(fuses_epilogue(spec) && gates(spec), "{}", spec.name);
+            assert!(fuses_epilogue(spec), "{}", spec.name);
             let scaled = GemmOp::new(300, 512, 64).beta(1.0);
             assert_eq!(supports(spec, &relu).is_ok(), supports(spec, &scaled).is_ok(), "{}", spec.name);
         }

@@ -126,41 +126,43 @@ fn the_sm_count_sizes_the_grid() {
 }
 
 #[test]
-fn bias_and_activation_fuse_and_gated_units_are_refused_by_name() {
+fn fused_epilogues_reach_the_library_entries_and_the_ladder_refuses_them_by_name() {
     let fused = [
         GemmOp::new(256, 256, 64).bias(BiasType::Bf16),
         GemmOp::new(256, 256, 64).activation(Activation::Relu),
         GemmOp::new(300, 520, 64).bias(BiasType::F32).activation(Activation::GeluErf).beta(0.5),
         GemmOp::new(300, 520, 64).bias(BiasType::Bf16).activation(Activation::Silu).c(Layout::ColMajor, 304),
+        GemmOp::new(256, 256, 64).activation(Activation::Silu).gated(),
+        GemmOp::new(304, 512, 64).activation(Activation::GeluTanh).gated().bias(BiasType::F32).c(Layout::ColMajor, 304),
     ];
     for op in fused {
         let spec = auto(&op).unwrap_or_else(|| panic!("{op:?}"));
         assert!(spec.general, "{}", spec.name);
         let bias = op.bias.map(|ty| (0x40000, ty));
         let p = plan_fused(spec, &op, 0x10000, 0x20000, bias, 0x30000).unwrap();
-        // The epilogue reaches the kernel; with C column-major (Cᵀ computed) its bias runs along
-        // the kernel's M.
+        // The epilogue reaches the kernel; with C column-major (Cᵀ computed) its bias and gating
+        // run along the kernel's M.
         let swapped = op.c_layout == Layout::ColMajor;
         let expected = if swapped { op.epilogue().along_m() } else { op.epilogue() };
         assert_eq!((p.args.epilogue, p.args.bias), (expected, bias.map_or(0, |b| b.0)), "{op:?}");
+        // A gated call's C map is its output, half as wide (tall) as the GEMM.
+        if op.gated {
+            let (rows, len) = if swapped { (op.n / 2, op.m) } else { (op.m, op.n / 2) };
+            assert_eq!(p.maps[2].dims[..2], [len as u64, rows as u64], "{op:?}");
+        }
         // Blackwell's ladder has no fused epilogue.
         for v in hgemm_kernels::blackwell::LADDER {
             assert_eq!(supports(v, &op), Err(Error::Lacks { kernel: v.name, lack: Lack::FusedEpilogue }));
         }
     }
-    let gated = GemmOp::new(256, 256, 64).activation(Activation::Silu).gated();
-    assert!(auto(&gated).is_none());
-    for spec in blackwell().into_iter().filter(|k| k.general) {
-        assert_eq!(supports(spec, &gated), Err(Error::Lacks { kernel: spec.name, lack: Lack::GatedUnits }));
-    }
-    let e = Error::Lacks { kernel: "blackwell_lib_kk", lack: Lack::GatedUnits }.to_string();
-    assert!(e.contains("blackwell_lib_kk") && e.contains("gated units") && e.contains("Blackwell"), "{e}");
-    // With a bias buffer too, the refusal comes before the bias is looked at.
-    let op = gated.bias(BiasType::F32);
-    let lib = blackwell().into_iter().find(|k| k.general).unwrap();
+    let e = Error::Lacks { kernel: "blackwell_v7", lack: Lack::FusedEpilogue }.to_string();
+    assert!(e.contains("blackwell_v7") && e.contains("fused epilogue") && e.contains("Blackwell"), "{e}");
+    // With a bias buffer too, the ladder's refusal comes before the bias is looked at.
+    let op = GemmOp::new(256, 256, 64).bias(BiasType::F32);
+    let v7 = &hgemm_kernels::blackwell::v7::SPEC;
     assert_eq!(
-        plan_fused(lib, &op, 0x1000, 0x2000, Some((0x4000, BiasType::F32)), 0x3000),
-        Err(Error::Lacks { kernel: lib.name, lack: Lack::GatedUnits })
+        plan_fused(v7, &op, 0x1000, 0x2000, Some((0x4000, BiasType::F32)), 0x3000),
+        Err(Error::Lacks { kernel: v7.name, lack: Lack::FusedEpilogue })
     );
 }
 

@@ -62,8 +62,7 @@ impl Output {
         }
     }
 
-    /// `C[row][col]` and `C[row][col + 1]` as f32 (zero outside the output), for Hopper v7's beta.
-    #[cfg(hopper)]
+    /// `C[row][col]` and `C[row][col + 1]` as f32 (zero outside the output), for beta.
     #[inline(always)]
     pub fn load_pair(&self, row: u32, col: u32) -> (f32, f32) {
         bf16x2_to_f32(self.load_packed(row, col))
@@ -132,7 +131,7 @@ impl Output {
 /// The output of a gated call ([`crate::fused`]) for one batch entry: the kernel's M×N with N
 /// (or M, along M) halved, row-major or, for entries that write C column-major, column-major;
 /// stored from registers.
-#[cfg(hopper)]
+#[cfg(any(hopper, blackwell))]
 #[derive(Clone, Copy)]
 pub struct GatedOutput {
     /// Row-major: the output itself; column-major: its transpose.
@@ -140,7 +139,7 @@ pub struct GatedOutput {
     col_major: bool,
 }
 
-#[cfg(hopper)]
+#[cfg(any(hopper, blackwell))]
 impl GatedOutput {
     /// Batch entry `z` of the gated output of `args` with epilogue `e` (`args`'s, as the kernel
     /// read it), column-major for `col_major`.

@@ -1,6 +1,7 @@
 //! Blackwell's library on a B200 or GB300: every call `auto` takes there, through the library
-//! entries (`blackwell_lib_*`), plain and with a fused bias and activation, against cuBLAS over
-//! C's whole buffer, and gated units refused by name with C untouched. Ignored in the normal suite (no GPU here);
+//! entries (`blackwell_lib_*`), plain and with fused epilogues (bias, activation, gated units),
+//! against cuBLAS over C's whole buffer, and the ladder's refusal of fused epilogues by name with
+//! C untouched. Ignored in the normal suite (no GPU here);
 //! docs/blackwell.md gives the one command that runs them. Every test opens the GPU and asserts
 //! it is a Blackwell one first: on any other GPU, or none, each fails; none passes by skipping.
 
@@ -124,11 +125,11 @@ fn blackwell_kernels_verify_against_cublas() {
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// The fused calls of the library's suite (`testing::fused_general_cases`) that Blackwell's
-/// entries take: every storage order, bf16 and f32 biases, every activation, batches with a bias
-/// per entry or one shared, stream-K shapes (whole tiles here), ragged C; not the gated ones.
+/// The fused calls of the library's suite (`testing::fused_general_cases`): every storage order,
+/// bf16 and f32 biases, every activation, gated units along N and (C column-major) along M,
+/// batches with a bias per entry or one shared, stream-K shapes (whole tiles here), ragged C.
 fn fused_cases() -> Vec<testing::FusedCase> {
-    testing::fused_general_cases().into_iter().filter(|c| !c.op.gated).collect()
+    testing::fused_general_cases()
 }
 
 #[test]
@@ -154,7 +155,7 @@ fn blackwell_fused_epilogues_match_cublas() {
 
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
-fn blackwell_refuses_gated_units_by_name_and_writes_nothing() {
+fn blackwell_ladder_refuses_fused_epilogues_by_name_and_writes_nothing() {
     let gemm = open();
     let stream = gemm.context().default_stream();
     let (m, n, k) = (256, 256, 64);
@@ -162,20 +163,16 @@ fn blackwell_refuses_gated_units_by_name_and_writes_nothing() {
     let b = testing::random(&gemm, &stream, n * k, 2, 1.0).unwrap();
     let mut c = testing::random(&gemm, &stream, m * n + 64, 3, 1.0).unwrap();
     let before = stream.clone_dtoh(&c).unwrap();
-    for (what, op) in [
-        ("SwiGLU", GemmOp::new(m, n, k).activation(Activation::Silu).gated()),
-        (
-            "GeGLU with a bias",
-            GemmOp::new(m, n, k).activation(Activation::GeluTanh).gated().bias(hgemm::BiasType::Bf16),
-        ),
-    ] {
-        let r = if op.bias.is_some() {
-            let bias = testing::random(&gemm, &stream, n, 4, 1.0).unwrap();
-            gemm.gemm_bias(&stream, &op, &a, &b, &bias, &mut c.slice_mut(..m * n))
-        } else {
-            gemm.gemm(&stream, &op, &a, &b, &mut c.slice_mut(..m * n))
-        };
-        assert!(matches!(&r, Err(Error::Lacks { lack: Lack::GatedUnits, .. })), "{what}: {r:?}");
+    let ladder: Vec<_> = gemm.ladder().collect();
+    assert_eq!(ladder.len(), 8);
+    for kernel in ladder {
+        for (what, op) in [
+            ("relu", GemmOp::new(m, n, k).activation(Activation::Relu)),
+            ("SwiGLU", GemmOp::new(m, n, k).activation(Activation::Silu).gated()),
+        ] {
+            let r = gemm.gemm_with(kernel, &stream, &op, &a, &b, &mut c.slice_mut(..m * n));
+            assert!(matches!(&r, Err(Error::Lacks { lack: Lack::FusedEpilogue, .. })), "{} {what}: {r:?}", kernel.name);
+        }
     }
     stream.synchronize().unwrap();
     let after = stream.clone_dtoh(&c).unwrap();

@@ -6,7 +6,7 @@ use super::*;
 use crate::activation::activate;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::{SmemDesc, TmemAddr};
-use crate::epilogue::{Fused, Output};
+use crate::epilogue::{Fused, GatedOutput, Output};
 use crate::fused::Activation;
 use crate::ptx::tma::TensorMap;
 use crate::staging::{Staging, holds_columns_past_tma};
@@ -99,6 +99,85 @@ fn load_box(out: &Output, staging: Staging, warp: u32, lane: u32, row0: u32, col
     }
 }
 
+/// A gated call's tile ([`crate::fused`]): the 64 accumulator columns of box `j` at `acc`, this
+/// thread's row `row` (the kernel's) and columns from `col0`, as `act(gate)·up + beta·old`,
+/// stored by the thread itself (the output is half as wide, or tall, as the tile). Gate and up
+/// blocks of 8 alternate along N: each thread holds both of each output's values. Along M (an
+/// entry computing Cᵀ) they are rows r and r + 8 of each 16-row slice, lanes `l` and `l ^ 8` of
+/// the warp: the up lanes hand their values to the gate lanes, which store.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn gated_box(
+    acc: TmemAddr,
+    warp: u32,
+    lane: u32,
+    args: &GemmArgs,
+    no_acc: bool,
+    t: TileFused,
+    out: &GatedOutput,
+    row: u32,
+    col0: u32,
+) {
+    use crate::ptx::{
+        shfl,
+        tcgen05::{self, TmemFragment},
+    };
+    let emit = |orow: u32, ocol: u32, lo: f32, hi: f32| {
+        let (mut lo, mut hi) = (lo, hi);
+        if args.beta != 0.0 {
+            let (old_lo, old_hi) = out.load_pair(orow, ocol);
+            lo += args.beta * old_lo;
+            hi += args.beta * old_hi;
+        }
+        out.store_pair(orow, ocol, lo, hi);
+    };
+    for half in 0..2 {
+        let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
+        r.wait_ld();
+        let first = col0 + 32 * half;
+        // The pre-activation `alpha·acc + bias` of pair `p` (columns `first + 2p` and the next).
+        let pre = |p: u32, lo: f32, hi: f32| {
+            let (lo, hi) = if no_acc { (0.0, 0.0) } else { (args.alpha * lo, args.alpha * hi) };
+            let c = first + 2 * p;
+            let (b_lo, b_hi) = if t.fused.along_m() {
+                let b = t.fused.bias_or_zero(row);
+                (b, b)
+            } else {
+                (t.fused.bias_or_zero(c), t.fused.bias_or_zero(c + 1))
+            };
+            (lo + b_lo, hi + b_hi)
+        };
+        if !t.fused.along_m() {
+            // Pairs 8q..8q + 3 (columns 16q..16q + 7) are gates, 8q + 4..8q + 7 their ups: output
+            // columns `first / 2 + 8q` on. The gates wait in registers (constant indices once
+            // `for_each_pair` is unrolled) for their ups.
+            let mut gates = [(0.0f32, 0.0f32); 4];
+            r.for_each_pair(|p, lo, hi| {
+                let (lo, hi) = pre(p, lo, hi);
+                if (p / 4) % 2 == 0 {
+                    gates[(p % 4) as usize] = (lo, hi);
+                } else {
+                    let (g_lo, g_hi) = gates[(p % 4) as usize];
+                    let (lo, hi) = (activate(t.act, g_lo) * lo, activate(t.act, g_hi) * hi);
+                    emit(row, first / 2 + 8 * (p / 8) + 2 * (p % 4), lo, hi);
+                }
+            });
+        } else {
+            // Rows (this CTA's tile starts on a 16-row slice) r % 16 < 8 are gates.
+            let gate = (row % 16) < 8;
+            r.for_each_pair(|p, lo, hi| {
+                let (lo, hi) = pre(p, lo, hi);
+                let up_lo = f32::from_bits(shfl::sync_idx_b32(lo.to_bits(), lane ^ 8));
+                let up_hi = f32::from_bits(shfl::sync_idx_b32(hi.to_bits(), lane ^ 8));
+                if gate {
+                    let (lo, hi) = (activate(t.act, lo) * up_lo, activate(t.act, hi) * up_hi);
+                    emit(row / 16 * 8 + row % 8, first + 2 * p, lo, hi);
+                }
+            });
+        }
+    }
+}
+
 /// The kernel: `A_MN`/`B_MN` say whether A is M-major and B N-major.
 #[inline(always)]
 pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], args: &GemmArgs) {
@@ -106,11 +185,6 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
 
-    // No gated units here (`crate::fused`): the host refuses such calls; one that slipped
-    // through stops the kernel instead of returning something else.
-    if args.epilogue.is_gated() {
-        crate::ptx::trap();
-    }
     let [map_a, map_b, map_c] = maps;
     let (a_box, b_box) = (operand_box(A_MN, BM), operand_box(B_MN, B_SHARE));
     let base = smem::base();
@@ -255,6 +329,23 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
             mbarrier::wait(mainloop(acc.stage), acc.phase);
             tcgen05::fence_after_thread_sync();
 
+            if let Some(t) = fused.filter(|_| epi.is_gated()) {
+                // Gated: the threads store the half-wide output; neither staging box nor C's map
+                // is used.
+                let g = GatedOutput::new(args, epi, z as u32, false);
+                for j in 0..BN / BOX_COLS {
+                    let cols = tmem.offset(0, acc.stage * BN + j * BOX_COLS);
+                    gated_box(cols, warp, lane, args, nk == 0, t, &g, t.row, n0 + j * BOX_COLS);
+                }
+                tcgen05::fence_before_thread_sync();
+                bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                if issuer {
+                    mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                }
+                acc.advance();
+                unit += units_step;
+                continue;
+            }
             // BN / BOX_COLS is even, so box j % 2 also alternates from one tile to the next.
             for j in 0..BN / BOX_COLS {
                 let staging = Staging(base + SMEM.c + (j % C_BUFFERS) * C_BOX.bytes());

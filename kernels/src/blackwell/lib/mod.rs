@@ -23,10 +23,11 @@
 //!   C is not 4-byte aligned (`crate::epilogue::Output`).
 //!
 //! - **Fused epilogue** ([`crate::fused`]): `act(alpha·acc + bias) + beta·C` per value, the bias
-//!   per column (per row for an entry computing Cᵀ), bf16 or f32, per batch entry.
+//!   per column (per row for an entry computing Cᵀ), bf16 or f32, per batch entry; gated units
+//!   `act(gate)·up + beta·C` stored by the threads, gate and up blocks of 8 along N (rows r and
+//!   r + 8 along M, handed between lanes by a shuffle).
 //!
-//! Not here (the host refuses such calls by name, `hgemm::Error::Lacks`): gated units. No
-//! stream-K: every tile is computed whole.
+//! No stream-K: every tile is computed whole.
 //!
 //! ```text
 //! warp 0, t0 (both)  : for unit, kb: wait(empty[s]) → arrive_expect_tx(rank 0's full[s])
