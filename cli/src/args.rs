@@ -36,6 +36,9 @@ pub enum Command {
     /// Time the entries auto weighs for each shape, in turn, and print what auto's price picks,
     /// the fastest, and by how much.
     Tune(Tune),
+    /// Time every entry that can compute each shape, whole and split, in turn with cuBLAS, and
+    /// write one JSON line a shape: the data `auto`'s model is fitted to.
+    Survey(Survey),
     /// Write the embedded PTX of every family to a directory.
     Ptx(Ptx),
 }
@@ -217,6 +220,23 @@ pub struct Plan {
     /// Only the shapes this rule of auto's took.
     #[arg(long, value_name = "NAME", value_parser = parse_rule)]
     pub rule: Option<Rule>,
+}
+
+/// `hgemm survey`.
+#[derive(Debug, Args)]
+pub struct Survey {
+    /// The shapes (default the sweep's).
+    #[command(flatten)]
+    pub shapes: Shapes,
+    /// Rounds: every candidate once a round, cuBLAS first; the median counts.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Milliseconds of back-to-back calls per sample.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub sample_ms: f64,
+    /// The JSON-lines file to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 /// `hgemm tune`.

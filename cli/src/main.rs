@@ -8,6 +8,7 @@ mod overhead;
 mod plan;
 mod run;
 mod shapes;
+mod survey;
 mod tune;
 
 use args::{Cli, Command, Verify, names};
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Tune(a) => tune::run(a),
+        Command::Survey(a) => survey::run(a),
         Command::Ptx(a) => ptx(a),
     };
     match result {
