@@ -225,6 +225,12 @@ impl Gemm {
         Some(self.max_sms.load(Ordering::Relaxed)).filter(|&n| n > 0)
     }
 
+    /// `op` with the tighter of its own and the handle's budget, none where that covers the
+    /// device: what the choice and the launch plan see.
+    pub(crate) fn budgeted(&self, op: &GemmOp) -> GemmOp {
+        op.within(self.max_sms()).on_device(self.info.sms)
+    }
+
     /// The kernels this device runs, v0 first.
     pub fn kernels(&self) -> impl Iterator<Item = &'static KernelSpec> + '_ {
         self.kernels.iter().map(|k| k.spec)
@@ -440,7 +446,7 @@ impl Gemm {
         // Encoding tensor maps needs a current context, which a thread that has not used this
         // one (a worker of a pool, say) does not have.
         self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
-        let op = &op.within(self.max_sms());
+        let op = &self.budgeted(op);
         let (loaded, op) = match kernel {
             Some(k) => {
                 let l = self

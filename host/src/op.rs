@@ -229,6 +229,11 @@ impl GemmOp {
         GemmOp { max_sms, ..self }
     }
 
+    /// The call on a device of `sms` SMs: without its budget where that covers every SM.
+    pub fn on_device(self, sms: u32) -> GemmOp {
+        GemmOp { max_sms: self.max_sms.filter(|&b| b < sms), ..self }
+    }
+
     /// The SMs the call may use on a device of `sms` SMs: its budget, capped at the device.
     pub fn sms_on(&self, sms: u32) -> u32 {
         self.max_sms.map_or(sms, |b| b.min(sms))

@@ -334,7 +334,8 @@ pub fn plan_fused(
 
 /// The launch shape of `spec` for `op`, on a device that holds `max_clusters` of its clusters at
 /// once, and within `op`'s SM budget ([`GemmOp::max_sms`]: at most that many CTAs, whole
-/// clusters, which is also the stream-K split's worker count); an error where [`supports`]
+/// clusters, which is also the stream-K split's worker count, and not launched as a programmatic
+/// dependent where the budget holds the grid); an error where [`supports`]
 /// refuses the call (its tiles could then overflow the shape's arithmetic, or the entry cannot
 /// keep the budget), where there is nothing to launch (M, N or the batch is 0), or where a
 /// persistent grid would get no cluster.
@@ -354,9 +355,13 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<Launch
     }
     // At most one CTA per SM of the budget: several CTAs an SM (the occupancy `max_clusters`
     // counts) would be spread by the hardware over more SMs than the budget.
-    let max_clusters = op.max_sms.map_or(max_clusters, |b| max_clusters.min(b / spec.cluster));
+    let held = op.max_sms.map(|b| b / spec.cluster).filter(|&most| most < max_clusters);
     let (op, _) = for_kernel(spec, op);
-    Ok(LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k))
+    let shape = LaunchShape::new(spec, &op.shape_args(), held.unwrap_or(max_clusters), op.stream_k);
+    // A grid the budget holds starts after its predecessor in the stream has finished: as a
+    // programmatic dependent its CTAs would start while the previous grid's still run, on the
+    // SMs the budget leaves to other streams.
+    Ok(LaunchShape { dependent: shape.dependent && held.is_none(), ..shape })
 }
 
 /// The launch of `spec` for `op` on a GPU with `sms` SMs, worked out without a GPU (what `hgemm

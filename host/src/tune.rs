@@ -152,7 +152,7 @@ impl Gemm {
         // A tuned choice is keyed by shape (`TuneKey`) and serves calls with any budget or
         // none: it is measured on every SM (calls under a budget take it only where its entry
         // keeps the budget, its grid cut to it).
-        if let Some(max_sms) = op.within(self.max_sms()).max_sms {
+        if let Some(max_sms) = self.budgeted(op).max_sms {
             return Err(Error::Tuning(format!(
                 "the call or the handle sets an SM budget ({max_sms}): tuned choices are measured on every SM and serve calls with any budget, so tune without one"
             )));

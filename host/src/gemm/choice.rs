@@ -23,7 +23,7 @@ impl Gemm {
     /// [`Gemm::set_max_sms`]), else what `auto`'s price picks among those that can, priced on
     /// the budget's SMs.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
-        let op = &op.within(self.max_sms());
+        let op = &self.budgeted(op);
         tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
             self.prices.get(op, col_major_writable, || {
                 tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
@@ -34,7 +34,7 @@ impl Gemm {
     /// What `auto`'s price picks for `op` ([`choose`](crate::choose::choose)) within the SM
     /// budget, whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
-        let op = &op.within(self.max_sms());
+        let op = &self.budgeted(op);
         Choice::priced(self.kernels(), op, self.info.sms)
     }
 

@@ -45,7 +45,7 @@ fn persistent_grids_and_their_splits_stay_within_the_budget() {
                     assert_eq!(sk.workers, s.grid / s.cluster, "{}", spec.name);
                 }
             }
-            // A budget the device does not reach changes nothing.
+            // A budget the device's grid does not reach changes nothing.
             assert_eq!(shape(spec, &op.max_sms(10_000), device), Ok(free), "{}", spec.name);
         }
     }
@@ -57,6 +57,13 @@ fn persistent_grids_and_their_splits_stay_within_the_budget() {
     assert_eq!(shape(v7, &op.max_sms(121), 66).unwrap().grid, 120);
     // The offline plan (what `hgemm plan` prints) keeps it too.
     assert_eq!(launch_offline(v7, &op.max_sms(96), 132).unwrap().grid, 96);
+    // A held grid is no programmatic dependent: its CTAs would start on the SMs the budget
+    // leaves, while its predecessor's still run. A budget that holds nothing changes nothing.
+    assert!(v7.dependent_launch && shape(v7, &op, 66).unwrap().dependent);
+    assert!(!shape(v7, &op.max_sms(120), 66).unwrap().dependent);
+    assert!(shape(v7, &op.max_sms(132), 66).unwrap().dependent);
+    assert_eq!(op.max_sms(132).on_device(132).max_sms, None);
+    assert_eq!(op.max_sms(131).on_device(132).max_sms, Some(131));
 }
 
 #[test]
