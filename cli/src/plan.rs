@@ -16,7 +16,7 @@ pub fn run(a: &Plan) -> CliResult {
     let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
-        let op = hgemm::GemmOp::new(m, n, k).within(a.max_sms);
+        let op = hgemm::GemmOp::new(m, n, k).within(a.max_sms).on_device(device_sms);
         let sms = op.sms_on(device_sms);
         let (spec, rule) =
             hgemm::choose::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
