@@ -213,8 +213,9 @@ impl GemmOp {
     /// beside the GEMM, say): a persistent entry launches at most `sms` CTAs (whole clusters) and
     /// splits its tiles by K among that many workers. Entries that launch one CTA per tile cannot
     /// keep a budget: `auto` leaves them out, and pinning one is [`Error::SmBudget`]; so is a
-    /// budget of 0, or one smaller than a pinned entry's cluster. A budget above the device's SM
-    /// count changes nothing.
+    /// budget of 0, or one smaller than a pinned entry's cluster. A grid the budget holds is not
+    /// launched as a programmatic dependent (its CTAs would start on the SMs left free while the
+    /// previous kernel's still run). A budget at or above the device's SM count changes nothing.
     pub fn max_sms(self, sms: u32) -> GemmOp {
         GemmOp { max_sms: Some(sms), ..self }
     }
