@@ -2,6 +2,7 @@
 //! plans, tune, dump the PTX. `hgemm --help` and `hgemm <subcommand> --help` list every flag.
 mod args;
 mod bench;
+mod budget;
 mod chart;
 mod epilogue;
 mod overhead;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Bench(a) if a.overhead => overhead::run(a),
         Command::Bench(a) if a.epilogue.is_some() => epilogue::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Budget(a) => budget::run(a),
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Tune(a) => tune::run(a),

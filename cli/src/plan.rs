@@ -7,15 +7,17 @@ use hgemm::KernelSpec;
 
 /// What `auto` would run on a Hopper GPU with `--sms` SMs (default 132: H100 SXM, H200), worked
 /// out on the host ([`hgemm::choose::choose_why`], [`hgemm::plan::launch_offline`]): the kernel, its
-/// grid, and how its schedule splits tiles by K.
+/// grid, and how its schedule splits tiles by K. With `--max-sms`, each call carries that SM
+/// budget: auto prices on the budget's SMs ([`hgemm::GemmOp::sms_on`]) and the grid keeps it.
 pub fn run(a: &Plan) -> CliResult {
-    let (sms, why, only) = (a.sms, a.why, a.rule);
+    let (device_sms, why, only) = (a.sms, a.why, a.rule);
     let shapes = a.shapes.or(SWEEP);
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == hgemm::Family::Hopper).collect();
     let w = hopper.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
-        let op = hgemm::GemmOp::new(m, n, k);
+        let op = hgemm::GemmOp::new(m, n, k).within(a.max_sms).on_device(device_sms);
+        let sms = op.sms_on(device_sms);
         let (spec, rule) =
             hgemm::choose::choose_why(hopper.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
                 Err(e) => format!("{m}x{n}x{k}: {e}"),
@@ -25,7 +27,7 @@ pub fn run(a: &Plan) -> CliResult {
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
-        let shape = hgemm::plan::launch_offline(spec, &op, sms)?;
+        let shape = hgemm::plan::launch_offline(spec, &op, device_sms)?;
         println!(
             "{:<20} {:<w$} {:>6} {:>8}  {}",
             format!("{m}x{n}x{k}"),
