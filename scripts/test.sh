@@ -6,7 +6,9 @@
 # tests include the check that the committed PTX (host/ptx/) is what the kernels compile to
 # today (tools/ptxgen/tests/fresh.rs). Last, it builds hgemm the way its users do: a crate of its
 # own on stable (examples/downstream), an application that links CUDA itself
-# (examples/dynamic-linking), and the crates as they would be published (`cargo package`).
+# (examples/dynamic-linking), tensor-parallel layers on NCCL (examples/tensor-parallel: built,
+# linted and its sharding arithmetic unit-tested, with no GPU and no NCCL), and the crates as they
+# would be published (`cargo package`).
 # Toolchains: the host crates build on stable (rust-toolchain.toml); the kernels' PTX build and
 # lints use the nightly pinned in kernels/rust-toolchain.toml, with rust-src. rustup 1.28 and
 # later no longer install a missing pinned toolchain on the first cargo call, so both are
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 rustup toolchain install
 (cd kernels && rustup toolchain install)
 source scripts/cuda-tools.sh
-EXAMPLES=(examples/downstream examples/dynamic-linking)
+EXAMPLES=(examples/downstream examples/dynamic-linking examples/tensor-parallel)
 cargo fmt --all --check
 for crate in "${EXAMPLES[@]}"; do
     cargo fmt --check --manifest-path "$crate/Cargo.toml"
@@ -37,6 +39,9 @@ cargo test --workspace --lib --quiet "$@"
 (cd examples/downstream && cargo --version && cargo clippy --release --locked --quiet -- -D warnings &&
     cargo build --release --locked --quiet)
 (cd examples/dynamic-linking && cargo check --locked --quiet)
+# NCCL, libcuda and cuBLAS are loaded when first used: the example's unit tests need none of them.
+(cd examples/tensor-parallel && cargo clippy --release --locked --all-targets --quiet -- -D warnings &&
+    cargo test --release --locked --quiet)
 # The published crates: packaged (with any uncommitted change), then built from the package
 # alone (the committed PTX and cubins included, no ../kernels). cargo builds hgemm against the
 # packaged hgemm-kernels as a registry crate of the same version every time, whose unpacked copy

@@ -28,6 +28,9 @@ pub enum Command {
     /// TFLOP/s of cuBLAS and of each kernel, measured in one process, each contender alternating
     /// with cuBLAS.
     Bench(Bench),
+    /// GEMM speed against an SM budget (hgemm and cuBLAS), and a communication-like kernel of P
+    /// CTAs on a second stream beside GEMMs with and without a budget of SMs − P.
+    Budget(Budget),
     /// Run kernels once per case on fresh random inputs and check each result (what the
     /// compute-sanitizer runs wrap).
     Run(Run),
@@ -36,6 +39,9 @@ pub enum Command {
     /// Time the entries auto weighs for each shape, in turn, and print what auto's price picks,
     /// the fastest, and by how much.
     Tune(Tune),
+    /// Time every entry that can compute each shape, whole and split, in turn with cuBLAS, and
+    /// write one JSON line a shape: the data `auto`'s model is fitted to.
+    Survey(Survey),
     /// Write the embedded PTX of every family to a directory.
     Ptx(Ptx),
 }
@@ -131,6 +137,12 @@ pub struct Bench {
     /// Write a bar chart of the first shape's results as SVG.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Run hgemm on at most N SMs (`Gemm::set_max_sms`: persistent grids and stream-K splits cut
+    /// to N, auto choosing among the entries that keep it) and cuBLAS with the same SM count
+    /// target (`cublasSetSmCountTarget`); the default contenders are then the ladder's
+    /// persistent entries and auto.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sms: Option<u32>,
     /// Run on a stream of cudarc's own, so that its event tracking waits on and records every
     /// buffer's events around each call, as in a program with several streams (direct bypasses it).
     #[arg(long)]
@@ -138,18 +150,34 @@ pub struct Bench {
     /// Host µs to enqueue a call and GPU µs per call back to back, for cuBLAS, auto, a prepared
     /// launch and a CUDA graph of auto's calls (default shapes 16x4096x4096, 256x256x256,
     /// 2048x2048x512).
-    #[arg(long, conflicts_with_all = ["kernels", "ceiling_ctas", "tuning", "force", "json", "csv", "svg", "multi_stream"])]
+    #[arg(long, conflicts_with_all = ["kernels", "ceiling_ctas", "tuning", "force", "json", "csv", "svg", "multi_stream", "max_sms"])]
     pub overhead: bool,
     /// Time a fused epilogue against its baselines, in one process: hgemm's fused call, cuBLAS
     /// followed by a separate bias+activation or GLU kernel, and (gelu-bias, bias-relu)
     /// cuBLASLt's own bias epilogue; prints each baseline's time over hgemm's (default shape
     /// 8192x8192x8192; N is the GEMM's, 2·I for the gated modes).
-    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["kernels", "ceiling_ctas", "force", "json", "csv", "svg", "multi_stream", "overhead"])]
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["kernels", "ceiling_ctas", "force", "json", "csv", "svg", "multi_stream", "overhead", "max_sms"])]
     pub epilogue: Option<EpilogueMode>,
     /// With --epilogue: the MLP layers of Llama-3 8B (hidden 4096, intermediate 14336) and 70B
     /// (8192, 28672) at 512 to 8192 tokens, up and down projections (gate+up for gated modes).
     #[arg(long, requires = "epilogue", conflicts_with_all = ["shapes", "sweep", "llm"])]
     pub mlp: bool,
+}
+
+/// `hgemm budget`.
+#[derive(Debug, Args)]
+pub struct Budget {
+    /// SM budgets to time each shape at (cut to the device's SMs).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', default_values_t = [132, 120, 108, 96, 66],
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub budgets: Vec<u32>,
+    /// CTA counts of the communication-like kernel (each fewer than the device's SMs).
+    #[arg(long, value_name = "P,...", value_delimiter = ',', default_values_t = [16, 32],
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub comm_ctas: Vec<u32>,
+    /// Samples per measurement (their median is printed).
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
 }
 
 /// `hgemm bench --epilogue`'s modes.
@@ -293,6 +321,10 @@ pub struct Plan {
     /// GEMMs in a strided batch (dense operands, each entry after the last).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch: u64,
+    /// Plan each call with an SM budget of N (`GemmOp::max_sms`): auto prices on N SMs among
+    /// the entries that keep it, and the grid is cut to N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sms: Option<u32>,
     /// Every entry that can compute each shape, with the price auto weighs, cheapest first,
     /// auto's pick marked, and where a rule took it over cheaper entries, which rule.
     #[arg(long)]
@@ -300,6 +332,23 @@ pub struct Plan {
     /// Only the shapes this rule of auto's took.
     #[arg(long, value_name = "NAME", value_parser = parse_rule)]
     pub rule: Option<Rule>,
+}
+
+/// `hgemm survey`.
+#[derive(Debug, Args)]
+pub struct Survey {
+    /// The shapes (default the sweep's).
+    #[command(flatten)]
+    pub shapes: Shapes,
+    /// Rounds: every candidate once a round, cuBLAS first; the median counts.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Milliseconds of back-to-back calls per sample.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub sample_ms: f64,
+    /// The JSON-lines file to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 /// `hgemm tune`.
@@ -374,6 +423,10 @@ mod tests {
         assert_eq!(error("nonesuch"), ErrorKind::InvalidSubcommand);
         assert_eq!(error("plan --sms 0"), ErrorKind::ValueValidation);
         assert_eq!(error("plan --sms many"), ErrorKind::ValueValidation);
+        assert_eq!(error("bench --max-sms 0"), ErrorKind::ValueValidation);
+        assert_eq!(error("plan --max-sms 0"), ErrorKind::ValueValidation);
+        assert_eq!(error("bench --overhead --max-sms 66"), ErrorKind::ArgumentConflict);
+        assert_eq!(error("bench --epilogue swiglu --max-sms 66"), ErrorKind::ArgumentConflict);
         assert_eq!(error("bench --shapes 8192x8192"), ErrorKind::ValueValidation);
         assert_eq!(error("bench --samples -1"), ErrorKind::UnknownArgument);
         assert_eq!(error("verify --seed x"), ErrorKind::ValueValidation);
@@ -394,11 +447,19 @@ mod tests {
     fn defaults_are_as_documented() {
         let Command::Bench(b) = parse("bench").unwrap() else { panic!() };
         assert_eq!(b.shapes.or(&[(8192, 8192, 8192)]), [(8192, 8192, 8192)]);
-        assert_eq!((b.samples, b.kernels, b.overhead, b.multi_stream), (None, None, false, false));
+        assert_eq!((b.samples, b.kernels, b.overhead, b.multi_stream, b.max_sms), (None, None, false, false, None));
+        let Command::Budget(b) = parse("budget").unwrap() else { panic!() };
+        assert_eq!((b.budgets, b.comm_ctas, b.samples), (vec![132, 120, 108, 96, 66], vec![16, 32], 9));
+        let Command::Budget(b) = parse("budget --budgets 100,50 --comm-ctas 8").unwrap() else { panic!() };
+        assert_eq!((b.budgets, b.comm_ctas), (vec![100, 50], vec![8]));
+        assert_eq!(error("budget --budgets 100,0"), ErrorKind::ValueValidation);
+        assert_eq!(error("budget --samples 0"), ErrorKind::ValueValidation);
+        let Command::Bench(b) = parse("bench --max-sms 120").unwrap() else { panic!() };
+        assert_eq!(b.max_sms, Some(120));
         let Command::Run(r) = parse("run").unwrap() else { panic!() };
         assert_eq!((r.reference, r.shapes, r.general, r.seed), (Reference::Auto, None, false, None));
         let Command::Plan(p) = parse("plan").unwrap() else { panic!() };
-        assert_eq!((p.sms(), p.why, p.rule), (132, false, None));
+        assert_eq!((p.sms(), p.why, p.rule, p.max_sms), (132, false, None, None));
         assert_eq!(p.op(300, 200, 64), hgemm::GemmOp::new(300, 200, 64));
         assert_eq!(p.shapes.or(SWEEP), SWEEP);
         let Command::Plan(p) = parse("plan --random 200 --seed 9").unwrap() else { panic!() };

@@ -62,6 +62,10 @@ pub fn run(a: &Bench) -> CliResult {
     let multi_stream = a.multi_stream;
     let stream = if multi_stream { gemm.context().new_stream()? } else { gemm.context().default_stream() };
     let blas = Cublas::new(&stream)?;
+    if let Some(n) = a.max_sms {
+        gemm.set_max_sms(Some(n))?;
+        blas.set_sm_count_target(Some(n))?;
+    }
     if let Some(path) = &a.tuning {
         let n = gemm.load_tuning(&std::fs::read_to_string(path)?)?;
         println!("tuning: {n} choices from {}", path.display());
@@ -86,7 +90,10 @@ pub fn run(a: &Bench) -> CliResult {
     let shapes = a.shapes.or(&default);
     let samples = a.samples.unwrap_or(20);
     let mut contenders = vec![Contender::Cublas];
-    contenders.extend(selected(&gemm, &a.kernels, gemm.ladder())?.into_iter().map(Contender::Kernel));
+    // Under a budget the default leaves out the ladder's entries with one CTA per tile, which
+    // cannot keep one (named, they fail with the reason).
+    let ladder = gemm.ladder().filter(|k| a.max_sms.is_none() || k.grid == hgemm_kernels::spec::Grid::Persistent);
+    contenders.extend(selected(&gemm, &a.kernels, ladder)?.into_iter().map(Contender::Kernel));
     let named = |name: &str| crate::args::names(&a.kernels, name);
     if a.kernels.is_none() || named("auto") {
         contenders.push(Contender::Auto);
@@ -117,11 +124,12 @@ pub fn run(a: &Bench) -> CliResult {
     let d = gemm.device();
     crate::say_skipped(&gemm);
     println!(
-        "bench on {} ({} SMs, {} MiB L2); median of {samples} samples of ~60 ms, each after ~40 ms untimed, each contender alternating with cuBLAS{}",
+        "bench on {} ({} SMs, {} MiB L2); median of {samples} samples of ~60 ms, each after ~40 ms untimed, each contender alternating with cuBLAS{}{}",
         d.name,
         d.sms,
         d.l2_bytes >> 20,
-        if multi_stream { "; cudarc's multi-stream event tracking on" } else { "" }
+        if multi_stream { "; cudarc's multi-stream event tracking on" } else { "" },
+        a.max_sms.map(|n| format!("; SM budget {n} (cuBLAS: SM count target {n})")).unwrap_or_default()
     );
     // Each shape's table as soon as it is measured: a long run (`--llm`) shows its progress.
     let mut rows = Vec::new();

@@ -72,6 +72,16 @@ struct Buffers {
     prepared: Vec<Prepared>,
 }
 
+/// What every way of computing a shape's output runs on: the handle, cuBLAS, cuBLASLt where
+/// `mode` is measured against it, the stream, and the mode.
+struct Ways<'a> {
+    gemm: &'a Gemm,
+    blas: &'a Cublas,
+    lt: Option<&'a CublasLt>,
+    stream: &'a Arc<CudaStream>,
+    mode: EpilogueMode,
+}
+
 pub fn run(a: &Bench) -> CliResult {
     let mode = a.epilogue.expect("dispatched with --epilogue");
     let gemm = Gemm::new(hgemm::device::context(0)?)?;
@@ -81,6 +91,7 @@ pub fn run(a: &Bench) -> CliResult {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream)?;
     let lt = if baselines(mode).contains(&Way::CublasLt) { Some(CublasLt::new(&stream)?) } else { None };
+    let ways = Ways { gemm: &gemm, blas: &blas, lt: lt.as_ref(), stream: &stream, mode };
     let shapes = if a.mlp { mlp_shapes(gated(mode)) } else { a.shapes.or(&[(8192, 8192, 8192)]) };
     let samples = a.samples.unwrap_or(10);
     println!(
@@ -99,7 +110,7 @@ pub fn run(a: &Bench) -> CliResult {
         for &way in baselines(mode) {
             // Checked once, on the first set: both outputs from the same inputs. A baseline that
             // fails (cuBLASLt finding no algorithm, say) is reported and the others still run.
-            match agree(&gemm, &blas, lt.as_ref(), &stream, mode, &op, &mut bufs, way) {
+            match ways.agree(&op, &mut bufs, way) {
                 Ok(true) => {}
                 Ok(false) => {
                     println!("{:<20} {:<22} outputs differ: not timed", label(shape), way.name(mode));
@@ -112,7 +123,7 @@ pub fn run(a: &Bench) -> CliResult {
                     continue;
                 }
             }
-            let (ours, theirs) = time_pair(&gemm, &blas, lt.as_ref(), &stream, mode, &op, &mut bufs, way, samples)?;
+            let (ours, theirs) = ways.time_pair(&op, &mut bufs, way, samples)?;
             let ratio = theirs / ours;
             ratios.push((way, ratio));
             println!("{:<20} {:<22} {ours:>9.4} {theirs:>9.4} {ratio:>11.3}×  {entry}", label(shape), way.name(mode));
@@ -157,104 +168,81 @@ fn buffers(
     Ok(Buffers { a, b, y, wide, bias, prepared })
 }
 
-/// Compute the output one way with input set `s` into `y[s]`.
-#[allow(clippy::too_many_arguments)]
-fn compute(
-    gemm: &Gemm,
-    blas: &Cublas,
-    lt: Option<&CublasLt>,
-    stream: &Arc<CudaStream>,
-    mode: EpilogueMode,
-    op: &GemmOp,
-    bufs: &mut Buffers,
-    way: Way,
-    s: usize,
-) -> testing::Result<()> {
-    let (m, n, k) = (op.m, op.n, op.k);
-    match way {
-        // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
-        Way::Fused => Ok(unsafe { gemm.launch_prepared(&bufs.prepared[s], stream) }?),
-        Way::CublasLt => lt.expect("made for this mode").matmul_bias_act(
-            &bufs.a[s],
-            &bufs.b[s],
-            &bufs.bias,
-            &mut bufs.y[s],
-            (m, n, k),
-            mode == EpilogueMode::BiasRelu,
-        ),
-        Way::CublasThenKernel => match bufs.wide.as_mut() {
-            Some(wide) => {
-                blas.matmul(&bufs.a[s], &bufs.b[s], wide, m, n, k)?;
-                let i = n / 2;
-                Ok(gemm.glu(stream, wide, m, i, n, &mut bufs.y[s], i, op.activation)?)
-            }
-            None => {
-                blas.matmul(&bufs.a[s], &bufs.b[s], &mut bufs.y[s], m, n, k)?;
-                Ok(gemm.bias_activation(stream, &mut bufs.y[s], m, n, n, &bufs.bias, op.activation)?)
-            }
-        },
-    }
-}
-
-/// Whether `way` and the fused call give the same output on the first input set. The gated
-/// baseline reads gate and up as halves, the fused call as blocks of 8 interleaved: the fused
-/// call's weight is laid out from the baseline's for the check, then restored.
-#[allow(clippy::too_many_arguments)]
-fn agree(
-    gemm: &Gemm,
-    blas: &Cublas,
-    lt: Option<&CublasLt>,
-    stream: &Arc<CudaStream>,
-    mode: EpilogueMode,
-    op: &GemmOp,
-    bufs: &mut Buffers,
-    way: Way,
-) -> Result<bool, Box<dyn std::error::Error>> {
-    if gated(mode) {
-        let halves = stream.clone_dtoh(&bufs.b[0])?;
-        // B is N×K: rows 0..I gate, I..2I up for the baseline; interleaved for hgemm.
-        let (i, k) = (op.n / 2, op.k);
-        let interleaved = hgemm::interleave_gate_up(&halves[..i * k], &halves[i * k..], hgemm::Layout::ColMajor, i, k)?;
-        compute(gemm, blas, lt, stream, mode, op, bufs, way, 0)?;
-        let theirs = stream.clone_dtod(&bufs.y[0])?;
-        stream.memcpy_htod(&interleaved, &mut bufs.b[0])?;
-        compute(gemm, blas, lt, stream, mode, op, bufs, Way::Fused, 0)?;
-        stream.memcpy_htod(&halves, &mut bufs.b[0])?;
-        let c = testing::compare_on_device(gemm, stream, &bufs.y[0], &theirs)?;
-        return Ok(c.passed());
-    }
-    compute(gemm, blas, lt, stream, mode, op, bufs, way, 0)?;
-    let theirs = stream.clone_dtod(&bufs.y[0])?;
-    compute(gemm, blas, lt, stream, mode, op, bufs, Way::Fused, 0)?;
-    let c = testing::compare_on_device(gemm, stream, &bufs.y[0], &theirs)?;
-    Ok(c.passed())
-}
-
-/// Medians (ms per call) of hgemm's fused call and of `way`, their samples alternating.
-#[allow(clippy::too_many_arguments)]
-fn time_pair(
-    gemm: &Gemm,
-    blas: &Cublas,
-    lt: Option<&CublasLt>,
-    stream: &Arc<CudaStream>,
-    mode: EpilogueMode,
-    op: &GemmOp,
-    bufs: &mut Buffers,
-    way: Way,
-    samples: usize,
-) -> Result<(f64, f64), Box<dyn std::error::Error>> {
-    let (la, lb, ly) = testing::lengths(op);
-    let sets = bufs.a.len();
-    // About 25 ms of calls per sample: the whole bench stays within minutes.
-    let (calls, warmup) = testing::sample_calls(op.m * op.n * op.k, 2 * (la + lb + ly), 25.0);
-    let (mut ours, mut theirs) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-    for _ in 0..samples {
-        for (w, into) in [(Way::Fused, &mut ours), (way, &mut theirs)] {
-            let t = testing::time_median(stream, warmup, 1, calls, |j| {
-                compute(gemm, blas, lt, stream, mode, op, bufs, w, j % sets)
-            })?;
-            into.push(t[0]);
+impl Ways<'_> {
+    /// Compute the output one way with input set `s` into `y[s]`.
+    fn compute(&self, op: &GemmOp, bufs: &mut Buffers, way: Way, s: usize) -> testing::Result<()> {
+        let (gemm, stream) = (self.gemm, self.stream);
+        let (m, n, k) = (op.m, op.n, op.k);
+        match way {
+            // SAFETY: prepared on these buffers, which outlive the benchmark, on this one stream.
+            Way::Fused => Ok(unsafe { gemm.launch_prepared(&bufs.prepared[s], stream) }?),
+            Way::CublasLt => self.lt.expect("made for this mode").matmul_bias_act(
+                &bufs.a[s],
+                &bufs.b[s],
+                &bufs.bias,
+                &mut bufs.y[s],
+                (m, n, k),
+                self.mode == EpilogueMode::BiasRelu,
+            ),
+            Way::CublasThenKernel => match bufs.wide.as_mut() {
+                Some(wide) => {
+                    self.blas.matmul(&bufs.a[s], &bufs.b[s], wide, m, n, k)?;
+                    let i = n / 2;
+                    Ok(gemm.glu(stream, wide, m, i, n, &mut bufs.y[s], i, op.activation)?)
+                }
+                None => {
+                    self.blas.matmul(&bufs.a[s], &bufs.b[s], &mut bufs.y[s], m, n, k)?;
+                    Ok(gemm.bias_activation(stream, &mut bufs.y[s], m, n, n, &bufs.bias, op.activation)?)
+                }
+            },
         }
     }
-    Ok((testing::median(&ours), testing::median(&theirs)))
+
+    /// Whether `way` and the fused call give the same output on the first input set. The gated
+    /// baseline reads gate and up as halves, the fused call as blocks of 8 interleaved: the fused
+    /// call's weight is laid out from the baseline's for the check, then restored.
+    fn agree(&self, op: &GemmOp, bufs: &mut Buffers, way: Way) -> Result<bool, Box<dyn std::error::Error>> {
+        let stream = self.stream;
+        if gated(self.mode) {
+            let halves = stream.clone_dtoh(&bufs.b[0])?;
+            // B is N×K: rows 0..I gate, I..2I up for the baseline; interleaved for hgemm.
+            let (i, k) = (op.n / 2, op.k);
+            let interleaved =
+                hgemm::interleave_gate_up(&halves[..i * k], &halves[i * k..], hgemm::Layout::ColMajor, i, k)?;
+            self.compute(op, bufs, way, 0)?;
+            let theirs = stream.clone_dtod(&bufs.y[0])?;
+            stream.memcpy_htod(&interleaved, &mut bufs.b[0])?;
+            self.compute(op, bufs, Way::Fused, 0)?;
+            stream.memcpy_htod(&halves, &mut bufs.b[0])?;
+            let c = testing::compare_on_device(self.gemm, stream, &bufs.y[0], &theirs)?;
+            return Ok(c.passed());
+        }
+        self.compute(op, bufs, way, 0)?;
+        let theirs = stream.clone_dtod(&bufs.y[0])?;
+        self.compute(op, bufs, Way::Fused, 0)?;
+        let c = testing::compare_on_device(self.gemm, stream, &bufs.y[0], &theirs)?;
+        Ok(c.passed())
+    }
+
+    /// Medians (ms per call) of hgemm's fused call and of `way`, their samples alternating.
+    fn time_pair(
+        &self,
+        op: &GemmOp,
+        bufs: &mut Buffers,
+        way: Way,
+        samples: usize,
+    ) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+        let (la, lb, ly) = testing::lengths(op);
+        let sets = bufs.a.len();
+        // About 25 ms of calls per sample: the whole bench stays within minutes.
+        let (calls, warmup) = testing::sample_calls(op.m * op.n * op.k, 2 * (la + lb + ly), 25.0);
+        let (mut ours, mut theirs) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+        for _ in 0..samples {
+            for (w, into) in [(Way::Fused, &mut ours), (way, &mut theirs)] {
+                let t = testing::time_median(self.stream, warmup, 1, calls, |j| self.compute(op, bufs, w, j % sets))?;
+                into.push(t[0]);
+            }
+        }
+        Ok((testing::median(&ours), testing::median(&theirs)))
+    }
 }

@@ -2,12 +2,14 @@
 //! plans, tune, dump the PTX. `hgemm --help` and `hgemm <subcommand> --help` list every flag.
 mod args;
 mod bench;
+mod budget;
 mod chart;
 mod epilogue;
 mod overhead;
 mod plan;
 mod run;
 mod shapes;
+mod survey;
 mod tune;
 
 use args::{Cli, Command, Verify, names};
@@ -29,9 +31,11 @@ fn main() -> ExitCode {
         Command::Bench(a) if a.overhead => overhead::run(a),
         Command::Bench(a) if a.epilogue.is_some() => epilogue::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Budget(a) => budget::run(a),
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Tune(a) => tune::run(a),
+        Command::Survey(a) => survey::run(a),
         Command::Ptx(a) => ptx(a),
     };
     match result {

@@ -10,34 +10,28 @@ use hgemm::KernelSpec;
 /// family's: 132 for an H100 SXM or H200, 148 for a B200), for the call `--a-layout`,
 /// `--b-layout`, `--c-layout`, `--beta` and `--batch` describe, worked out on the host
 /// ([`hgemm::choose::choose_why`], [`hgemm::plan::launch_offline`]): the kernel, its grid, and
-/// how its schedule splits tiles by K.
+/// how its schedule splits tiles by K. With `--max-sms`, each call carries that SM budget: auto
+/// prices on the budget's SMs ([`hgemm::GemmOp::sms_on`]) and the grid keeps it.
 pub fn run(a: &Plan) -> CliResult {
-    let (sms, why, only) = (a.sms(), a.why, a.rule);
+    let (device_sms, why, only) = (a.sms(), a.why, a.rule);
     let family = a.family.family();
     let shapes = a.shapes.or(SWEEP);
     let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {
-        let op = a.op(m, n, k);
+        let op = a.op(m, n, k).within(a.max_sms).on_device(device_sms);
+        let sms = op.sms_on(device_sms);
         let (spec, rule) =
             hgemm::choose::choose_why(entries.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
                 Err(e) => format!("{m}x{n}x{k}: {e}"),
                 Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
-                // What the family's entries lack for it, where that is why none takes it.
-                Ok(true) => entries
-                    .iter()
-                    .filter_map(|s| hgemm::plan::supports(s, &op).err())
-                    .find(|e| matches!(e, hgemm::Error::Lacks { .. }))
-                    .map_or_else(
-                        || format!("{m}x{n}x{k}: no {} kernel computes this call on {sms} SMs", family.name()),
-                        |e| format!("{m}x{n}x{k}: {e}"),
-                    ),
+                Ok(true) => format!("{m}x{n}x{k}: no {} kernel computes this call on {sms} SMs", family.name()),
             })?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
-        let shape = hgemm::plan::launch_offline(spec, &op, sms)?;
+        let shape = hgemm::plan::launch_offline(spec, &op, device_sms)?;
         println!(
             "{:<20} {:<w$} {:>6} {:>8}  {}",
             format!("{m}x{n}x{k}"),

@@ -89,6 +89,17 @@ pub enum Error {
         /// What it lacks.
         lack: Lack,
     },
+    /// An SM budget ([`GemmOp::max_sms`](crate::GemmOp::max_sms)) the kernel cannot keep: 0, or
+    /// fewer SMs than its cluster, or an entry that launches one CTA per tile, whose grid the
+    /// budget cannot bound.
+    SmBudget {
+        /// The kernel ("auto" when none keeps it).
+        kernel: &'static str,
+        /// The budget, SMs.
+        max_sms: u32,
+        /// Why not.
+        reason: String,
+    },
     /// A tuning table that does not fit this handle or does not parse, or tuning that found two
     /// kernels disagreeing, with the reason.
     Tuning(String),
@@ -142,6 +153,9 @@ impl fmt::Display for Error {
             Error::UnknownKernel(k) => write!(f, "no kernel {k} for this device"),
             Error::Unsupported { kernel, reason } => write!(f, "{kernel} cannot compute this call: {reason}"),
             Error::Lacks { kernel, lack } => write!(f, "{kernel} cannot compute this call: it lacks {lack}"),
+            Error::SmBudget { kernel, max_sms, reason } => {
+                write!(f, "{kernel} cannot run within a budget of {max_sms} SMs: {reason}")
+            }
             Error::Tuning(why) => write!(f, "tuning: {why}"),
             Error::Graph(why) => write!(f, "CUDA graph capture: {why}"),
             Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),

@@ -13,6 +13,7 @@ use cudarc::nvrtc::Ptx;
 use half::bf16;
 use hgemm_kernels::fused::BiasType;
 use hgemm_kernels::spec::{Family, KernelSpec};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 mod choice;
@@ -72,6 +73,8 @@ pub struct Gemm {
     tuning: RwLock<TuneTable>,
     /// `auto`'s priced choices by call, so that a call like an earlier one skips the price.
     prices: PriceCache,
+    /// The SM budget of every call ([`Gemm::set_max_sms`]); 0 for none.
+    max_sms: AtomicU32,
     fill_random: CudaFunction,
     fill_u16: CudaFunction,
     compare: CudaFunction,
@@ -170,6 +173,7 @@ impl Gemm {
             kernels,
             tuning,
             prices: PriceCache::new(),
+            max_sms: AtomicU32::new(0),
             module,
             cubin,
             // Last (it creates a stream), so that no failure above leaves it behind.
@@ -197,6 +201,34 @@ impl Gemm {
     /// no cubin, a driver that refused it, or the `hang-guard` build).
     pub fn cubin(&self) -> Option<&'static str> {
         self.cubin
+    }
+
+    /// Run every later GEMM of this handle on at most `sms` SMs (`None`: every SM, the default),
+    /// leaving the rest to kernels on other streams, such as NCCL's collectives: see
+    /// [`GemmOp::max_sms`], whose budget a call may also set (the tighter of the two holds).
+    /// [`Error::SmBudget`] for a budget of 0. The library's utility kernels (fills, comparisons,
+    /// the baselines' separate epilogues) are not held to it.
+    pub fn set_max_sms(&self, sms: Option<u32>) -> Result<()> {
+        if sms == Some(0) {
+            return Err(Error::SmBudget {
+                kernel: "any kernel",
+                max_sms: 0,
+                reason: "a budget of 0 SMs leaves nothing to run on".into(),
+            });
+        }
+        self.max_sms.store(sms.unwrap_or(0), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The handle's SM budget ([`Gemm::set_max_sms`]).
+    pub fn max_sms(&self) -> Option<u32> {
+        Some(self.max_sms.load(Ordering::Relaxed)).filter(|&n| n > 0)
+    }
+
+    /// `op` with the tighter of its own and the handle's budget, none where that covers the
+    /// device: what the choice and the launch plan see.
+    pub(crate) fn budgeted(&self, op: &GemmOp) -> GemmOp {
+        op.within(self.max_sms()).on_device(self.info.sms)
     }
 
     /// The kernels this device runs, v0 first.
@@ -414,6 +446,7 @@ impl Gemm {
         // Encoding tensor maps needs a current context, which a thread that has not used this
         // one (a worker of a pool, say) does not have.
         self.ctx.bind_to_thread().map_err(|e| self.diagnose(Error::driver("cuCtxSetCurrent", e)))?;
+        let op = &self.budgeted(op);
         let (loaded, op) = match kernel {
             Some(k) => {
                 let l = self
@@ -427,14 +460,14 @@ impl Gemm {
             None => {
                 let choice = self.choice_at(op, pc).ok_or_else(|| {
                     let (rop, _) = op.row_major_c();
-                    // What the family's general entries lack for this call, named, where that
-                    // is why none takes it (Blackwell's, `Error::Lacks`).
-                    let lacks = self.kernels().filter(|k| k.general).find_map(|k| match plan::kernel_accepts(k, op) {
-                        Err(Error::Lacks { lack, .. }) => Some(lack),
-                        _ => None,
-                    });
-                    if let Some(lack) = lacks {
-                        return Error::Lacks { kernel: "auto", lack };
+                    if let Some(max_sms) = op.max_sms
+                        && self.choice_at(&GemmOp { max_sms: None, ..*op }, pc).is_some()
+                    {
+                        return Error::SmBudget {
+                            kernel: "auto",
+                            max_sms,
+                            reason: "the entries `auto` weighs for this call have clusters larger than the budget (pin one without a cluster with gemm_with)".into(),
+                        };
                     }
                     if op.fused() && !self.kernels().any(plan::fuses_epilogue) {
                         return Error::Unsupported {

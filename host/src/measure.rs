@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 mod ceiling;
 mod compare;
+mod reduce_copy;
 pub use ceiling::Ceiling;
 pub use compare::{BufferComparison, compare_into, compare_on_device, comparison_slots, read_comparisons};
+pub use reduce_copy::ReduceCopy;
 
 /// bf16 output against an f32-accumulating reference: both round to bf16 at the end, so the
 /// expected relative error is about 2^-9; a wrong tile or K slice shows up as 0.1 or more.

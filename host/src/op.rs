@@ -92,6 +92,9 @@ pub struct GemmOp {
     /// A gated call ([`GemmOp::gated`]): B's N columns are gate and up projections interleaved
     /// in blocks of 8, and C has N/2 columns.
     pub gated: bool,
+    /// The most SMs the call may use ([`GemmOp::max_sms`]); `None` (the default) leaves it every
+    /// SM of the device.
+    pub max_sms: Option<u32>,
 }
 
 impl GemmOp {
@@ -124,6 +127,7 @@ impl GemmOp {
             bias_stride: 0,
             activation: Activation::Identity,
             gated: false,
+            max_sms: None,
         }
     }
 
@@ -203,6 +207,37 @@ impl GemmOp {
         let (rows, cols) = (op.m, op.out_n());
         let ldc = if op.c_layout == Layout::RowMajor { cols } else { rows };
         GemmOp { ldc, stride_c: op.dense_stride(op.stride_c, op.c_layout, rows, cols, ldc), ..op }
+    }
+
+    /// Run on at most `sms` SMs, leaving the rest to kernels on other streams (an all-reduce
+    /// beside the GEMM, say): a persistent entry launches at most `sms` CTAs (whole clusters) and
+    /// splits its tiles by K among that many workers. Entries that launch one CTA per tile cannot
+    /// keep a budget: `auto` leaves them out, and pinning one is [`Error::SmBudget`]; so is a
+    /// budget of 0, or one smaller than a pinned entry's cluster. A grid the budget holds is not
+    /// launched as a programmatic dependent (its CTAs would start on the SMs left free while the
+    /// previous kernel's still run). A budget at or above the device's SM count changes nothing.
+    pub fn max_sms(self, sms: u32) -> GemmOp {
+        GemmOp { max_sms: Some(sms), ..self }
+    }
+
+    /// The call with the tighter of its own budget and `budget` (a handle's,
+    /// [`Gemm::set_max_sms`](crate::Gemm::set_max_sms)).
+    pub fn within(self, budget: Option<u32>) -> GemmOp {
+        let max_sms = match (self.max_sms, budget) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        GemmOp { max_sms, ..self }
+    }
+
+    /// The call on a device of `sms` SMs: without its budget where that covers every SM.
+    pub fn on_device(self, sms: u32) -> GemmOp {
+        GemmOp { max_sms: self.max_sms.filter(|&b| b < sms), ..self }
+    }
+
+    /// The SMs the call may use on a device of `sms` SMs: its budget, capped at the device.
+    pub fn sms_on(&self, sms: u32) -> u32 {
+        self.max_sms.map_or(sms, |b| b.min(sms))
     }
 
     /// Columns of C: N, or N/2 for a gated call.
@@ -297,6 +332,13 @@ impl GemmOp {
         }
         if !self.alpha.is_finite() || !self.beta.is_finite() {
             return Err(Error::InvalidShape(format!("alpha = {} and beta = {} must be finite", self.alpha, self.beta)));
+        }
+        if self.max_sms == Some(0) {
+            return Err(Error::SmBudget {
+                kernel: "any kernel",
+                max_sms: 0,
+                reason: "a budget of 0 SMs leaves nothing to run on".into(),
+            });
         }
         if self.m == 0 || self.n == 0 || self.batch == 0 {
             return Ok(false);

@@ -118,6 +118,9 @@ pub(crate) enum Refusal {
     /// More tiles, over every batch entry, than the kernels' 32-bit tile index walks: a worker
     /// steps from one unit to the next by the number of workers, which must not wrap.
     Units(u64),
+    /// An SM budget ([`GemmOp::max_sms`]) the entry cannot keep: it launches a CTA per tile, or
+    /// its cluster is larger than the budget.
+    Budget(u32),
 }
 
 pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
@@ -139,16 +142,24 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         Some(Refusal::NotNative)
     } else if spec.a_major != op.a_major() || spec.b_major != op.b_major() {
         Some(Refusal::Orders)
+    } else if let Some(budget) = op.max_sms
+        && (spec.grid != Grid::Persistent || spec.cluster > budget)
+    {
+        Some(Refusal::Budget(budget))
     } else {
         None
     }
 }
 
 impl Refusal {
-    /// The error reporting it: what a Blackwell entry lacks by name ([`Error::Lacks`]), anything
-    /// else worded ([`Error::Unsupported`]).
+    /// The error reporting it: an SM budget it cannot keep ([`Error::SmBudget`]), what a
+    /// Blackwell entry lacks by name ([`Error::Lacks`]), anything else worded
+    /// ([`Error::Unsupported`]).
     fn error(&self, spec: &KernelSpec) -> Error {
         match (self, spec.family) {
+            (Refusal::Budget(max_sms), _) => {
+                Error::SmBudget { kernel: spec.name, max_sms: *max_sms, reason: self.reason(spec) }
+            }
             (Refusal::Epilogue, Family::Blackwell) => Error::Lacks { kernel: spec.name, lack: Lack::FusedEpilogue },
             _ => Error::Unsupported { kernel: spec.name, reason: self.reason(spec) },
         }
@@ -179,6 +190,12 @@ impl Refusal {
             Refusal::Orders => format!("it reads A {:?}-major and B {:?}-major", spec.a_major, spec.b_major),
             Refusal::Units(units) => {
                 format!("its {units} tiles (of every batch entry) are more than its 32-bit tile index walks (2^31 - 1)")
+            }
+            Refusal::Budget(budget) if spec.grid != Grid::Persistent => format!(
+                "it launches one CTA per tile, which the hardware spreads over every SM; only persistent entries keep a budget (of {budget} SMs here)"
+            ),
+            Refusal::Budget(budget) => {
+                format!("its clusters of {} CTAs need more SMs than the budget's {budget}", spec.cluster)
             }
         }
     }
@@ -327,9 +344,12 @@ pub fn plan_fused(
 }
 
 /// The launch shape of `spec` for `op`, on a device that holds `max_clusters` of its clusters at
-/// once; an error where [`supports`] refuses the call (its tiles could then overflow the shape's
-/// arithmetic), where there is nothing to launch (M, N or the batch is 0), or where a persistent
-/// grid would get no cluster.
+/// once, and within `op`'s SM budget ([`GemmOp::max_sms`]: at most that many CTAs, whole
+/// clusters, which is also the stream-K split's worker count, and not launched as a programmatic
+/// dependent where the budget holds the grid); an error where [`supports`]
+/// refuses the call (its tiles could then overflow the shape's arithmetic, or the entry cannot
+/// keep the budget), where there is nothing to launch (M, N or the batch is 0), or where a
+/// persistent grid would get no cluster.
 pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<LaunchShape> {
     if !op.validate_shape()? {
         return Err(Error::InvalidShape(format!(
@@ -344,8 +364,15 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<Launch
             reason: format!("no cluster of {} CTAs fits on the device", spec.cluster),
         });
     }
+    // At most one CTA per SM of the budget: several CTAs an SM (the occupancy `max_clusters`
+    // counts) would be spread by the hardware over more SMs than the budget.
+    let held = op.max_sms.map(|b| b / spec.cluster).filter(|&most| most < max_clusters);
     let (op, _) = for_kernel(spec, op);
-    Ok(LaunchShape::new(spec, &op.shape_args(), max_clusters, op.stream_k))
+    let shape = LaunchShape::new(spec, &op.shape_args(), held.unwrap_or(max_clusters), op.stream_k);
+    // A grid the budget holds starts after its predecessor in the stream has finished: as a
+    // programmatic dependent its CTAs would start while the previous grid's still run, on the
+    // SMs the budget leaves to other streams.
+    Ok(LaunchShape { dependent: shape.dependent && held.is_none(), ..shape })
 }
 
 /// The launch of `spec` for `op` on a GPU with `sms` SMs, worked out without a GPU (what `hgemm
@@ -355,6 +382,9 @@ pub fn shape(spec: &KernelSpec, op: &GemmOp, max_clusters: u32) -> Result<Launch
 pub fn launch_offline(spec: &KernelSpec, op: &GemmOp, sms: u32) -> Result<LaunchShape> {
     shape(spec, op, sms / spec.cluster)
 }
+
+#[cfg(test)]
+mod budget_tests;
 
 #[cfg(test)]
 mod tests {

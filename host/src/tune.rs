@@ -149,6 +149,14 @@ impl Gemm {
 
     /// [`Gemm::tune`] with other samples, candidates or threshold.
     pub fn tune_with(&self, stream: &Arc<CudaStream>, op: &GemmOp, opts: &TuneOptions) -> Result<Tuning> {
+        // A tuned choice is keyed by shape (`TuneKey`) and serves calls with any budget or
+        // none: it is measured on every SM (calls under a budget take it only where its entry
+        // keeps the budget, its grid cut to it).
+        if let Some(max_sms) = self.budgeted(op).max_sms {
+            return Err(Error::Tuning(format!(
+                "the call or the handle sets an SM budget ({max_sms}): tuned choices are measured on every SM and serve calls with any budget, so tune without one"
+            )));
+        }
         if self.capture(stream)?.under_way() {
             return Err(Error::Graph(
                 "tuning times kernels and waits for them, which a stream being captured cannot".into(),

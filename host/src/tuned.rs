@@ -94,10 +94,11 @@ impl Choice {
         if key.stream_k && !self.split { format!("{} whole", self.kernel.name) } else { self.kernel.name.to_string() }
     }
 
-    /// What `auto`'s price picks for `op` among `kernels` ([`choose::choose`]), splitting where the
-    /// call allows it.
+    /// What `auto`'s price picks for `op` among `kernels` ([`choose::choose`]) on a device of
+    /// `sms` SMs, or on the call's SM budget where it sets a smaller one ([`GemmOp::max_sms`]),
+    /// splitting where the call allows it.
     pub fn priced(kernels: impl Iterator<Item = &'static KernelSpec>, op: &GemmOp, sms: u32) -> Option<Choice> {
-        choose::choose(kernels, op, sms).map(|kernel| Choice { kernel, split: op.stream_k })
+        choose::choose(kernels, op, op.sms_on(sms)).map(|kernel| Choice { kernel, split: op.stream_k })
     }
 }
 
@@ -161,6 +162,7 @@ struct PriceKey {
     scales: [u32; 2],
     epilogue: u32,
     stream_k: bool,
+    max_sms: Option<u32>,
     col_major_writable: bool,
 }
 
@@ -188,6 +190,7 @@ impl PriceKey {
             bias_stride,
             activation: _,
             gated: _,
+            max_sms,
         } = *op;
         PriceKey {
             sizes: [m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c, bias_stride],
@@ -195,6 +198,7 @@ impl PriceKey {
             scales: [alpha.to_bits(), beta.to_bits()],
             epilogue: op.epilogue().0,
             stream_k,
+            max_sms,
             col_major_writable,
         }
     }
@@ -558,6 +562,9 @@ mod tests {
             GemmOp::new(8192, 8192, 8192).stream_k(false),
             GemmOp::new(64, 64, 64),
             GemmOp::new(64, 64, 7),
+            // An SM budget prices on fewer SMs, and one SM leaves only entries without a cluster.
+            GemmOp::new(8192, 8192, 8192).max_sms(100),
+            base.max_sms(1),
         ];
         let mut distinct = Vec::new();
         for round in 0..2 {

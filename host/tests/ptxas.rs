@@ -284,7 +284,10 @@ fn every_family_module_has_its_kernels_and_utility_kernels() {
         }
         let hang_tests =
             ["hgemm_hang_test", "hgemm_hang_flag_test"].into_iter().filter(|_| cfg!(feature = "hang-guard"));
-        for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16"].into_iter().chain(hang_tests) {
+        for util in ["hgemm_fill_random_bf16", "hgemm_fill_u16", "hgemm_compare_bf16", "hgemm_reduce_copy"]
+            .into_iter()
+            .chain(hang_tests)
+        {
             assert!(text.contains(&format!(".entry {util}(")), "{util} missing from {}", family.ptx_target());
         }
         for test in ["hgemm_hang_test", "hgemm_hang_flag_test"] {

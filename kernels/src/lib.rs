@@ -28,6 +28,7 @@ pub mod desc;
 pub mod fused;
 pub mod hang;
 pub mod pipeline;
+pub mod reduce_copy;
 pub mod sched;
 pub mod spec;
 pub mod staging;

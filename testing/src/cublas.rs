@@ -47,6 +47,19 @@ impl Cublas {
         unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(|e| Error::Cublas(format!("{e:?}")))
     }
 
+    /// Ask cuBLAS to run its kernels on `sms` SMs (`cublasSetSmCountTarget`; `None`: every SM,
+    /// its default), as hgemm's SM budget does, for comparisons beside other work.
+    pub fn set_sm_count_target(&self, sms: Option<u32>) -> Result<()> {
+        let target =
+            i32::try_from(sms.unwrap_or(0)).map_err(|_| Error::Cublas(format!("SM count target {sms:?} past i32")))?;
+        self.bind()?;
+        // SAFETY: the handle is this wrapper's, alive as long as it is.
+        match unsafe { blas_sys::cublasSetSmCountTarget(*self.blas.handle(), target) } {
+            blas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+            e => Err(Error::Cublas(format!("cublasSetSmCountTarget({target}): {e:?}"))),
+        }
+    }
+
     /// cuBLAS works in the calling thread's current context, which may not be this handle's.
     fn bind(&self) -> Result<()> {
         self.stream.context().bind_to_thread().map_err(drv("cuCtxSetCurrent"))

@@ -279,3 +279,70 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
     assert!(matches!(gemm.load_tuning("hgemm tuning 1\ndevice hopper 7 Some GPU\n"), Err(hgemm::Error::Tuning(_))));
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
 }
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_sm_budgets_hold_the_grid_and_keep_the_result() {
+    use half::bf16;
+    use hgemm::{GemmOp, Prepared};
+    let gemm = open(Family::Hopper);
+    // A stream of its own for the capture below, with cudarc's event tracking off: a captured
+    // call may not wait on events recorded outside the capture. Everything runs on this stream.
+    let stream = gemm.context().new_stream().unwrap();
+    unsafe { gemm.context().disable_event_tracking() };
+    let blas = Cublas::new(&stream).unwrap();
+    let seed = seed();
+    let sms = gemm.device().sms;
+    let mut failures = Vec::new();
+    // Whole waves, the last wave split by K, and a decode-like call.
+    for (m, n, k) in [(4096, 4096, 4096), (520, 776, 4096), (128, 8192, 8192)] {
+        let base = GemmOp::new(m, n, k);
+        let a = testing::random(&gemm, &stream, m * k, seed, 1.0).unwrap();
+        let b = testing::random(&gemm, &stream, n * k, seed ^ 1, 1.0 / (k as f32).sqrt()).unwrap();
+        let mut reference = unsafe { stream.alloc::<bf16>(m * n) }.unwrap();
+        blas.matmul(&a, &b, &mut reference, m, n, k).unwrap();
+        let reference: Vec<f64> = stream.clone_dtoh(&reference).unwrap().iter().map(|x| x.to_f64()).collect();
+        let mut check = |what: String, c: &cudarc::driver::CudaSlice<bf16>| {
+            let r = testing::compare(&stream.clone_dtoh(c).unwrap(), reference.iter().copied());
+            println!("{m}×{n}×{k} {what}: vs cuBLAS {:.2e}, {} non-finite", r.rel_error, r.non_finite);
+            if !r.passed() {
+                failures.push(format!("{m}×{n}×{k} {what}: {r:?}"));
+            }
+        };
+        for budget in [sms, 100, 66, 17, 2] {
+            let op = base.max_sms(budget);
+            let mut c = unsafe { stream.alloc::<bf16>(m * n) }.unwrap();
+            testing::fill(&gemm, &stream, &mut c, testing::POISON).unwrap();
+            let Prepared::Launch { kernel, shape, .. } = gemm.prepare(None, &stream, &op, &a, &b, &mut c).unwrap()
+            else {
+                panic!("{m}×{n}×{k}: no launch");
+            };
+            assert!(
+                shape.grid * shape.grid_y <= budget,
+                "{}: {} CTAs on a budget of {budget}",
+                kernel.name,
+                shape.grid
+            );
+            gemm.gemm(&stream, &op, &a, &b, &mut c).unwrap();
+            check(format!("{} on {budget} SMs ({} CTAs)", kernel.name, shape.grid), &c);
+        }
+        // The handle's budget, on calls captured into a graph.
+        gemm.set_max_sms(Some(66)).unwrap();
+        let mut c = unsafe { stream.alloc::<bf16>(m * n) }.unwrap();
+        testing::fill(&gemm, &stream, &mut c, testing::POISON).unwrap();
+        stream.synchronize().unwrap();
+        stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL).unwrap();
+        gemm.gemm(&stream, &base, &a, &b, &mut c).unwrap();
+        let graph = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)).unwrap().expect("a graph");
+        graph.launch().unwrap();
+        check("captured, the handle's budget of 66".into(), &c);
+        gemm.set_max_sms(None).unwrap();
+    }
+    // An entry with one CTA per tile cannot keep a budget, and says so before launching.
+    let v0 = gemm.kernel(0).unwrap();
+    let (a, b) = (stream.alloc_zeros::<bf16>(256 * 256).unwrap(), stream.alloc_zeros::<bf16>(256 * 256).unwrap());
+    let mut c = stream.alloc_zeros::<bf16>(256 * 256).unwrap();
+    let r = gemm.gemm_with(v0, &stream, &GemmOp::new(256, 256, 256).max_sms(66), &a, &b, &mut c);
+    assert!(matches!(r, Err(hgemm::Error::SmBudget { .. })), "{r:?}");
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+}

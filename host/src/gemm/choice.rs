@@ -19,8 +19,11 @@ impl Gemm {
     }
 
     /// What `gemm` runs for `op` with C at device address `c` ([`tuned::pick`]): the tuned choice
-    /// where its entry can write this C, else what `auto`'s price picks among those that can.
+    /// where its entry can write this C and keeps the SM budget (the call's and the handle's,
+    /// [`Gemm::set_max_sms`]), else what `auto`'s price picks among those that can, priced on
+    /// the budget's SMs.
     pub fn choice_at(&self, op: &GemmOp, c: u64) -> Option<Choice> {
+        let op = &self.budgeted(op);
         tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
             self.prices.get(op, col_major_writable, || {
                 tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
@@ -28,8 +31,10 @@ impl Gemm {
         })
     }
 
-    /// What `auto`'s price picks for `op` ([`choose`](crate::choose::choose)), whatever is tuned.
+    /// What `auto`'s price picks for `op` ([`choose`](crate::choose::choose)) within the SM
+    /// budget, whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
+        let op = &self.budgeted(op);
         Choice::priced(self.kernels(), op, self.info.sms)
     }
 

@@ -1,5 +1,6 @@
 //! The handle's utility kernels: fills, the on-device comparison, the tensor-core ceilings, the
-//! separate epilogue kernels the fused epilogue is measured against, and the hang-guard's test
+//! separate epilogue kernels the fused epilogue is measured against, the reduce-copy load the SM
+//! budget is measured beside, and the hang-guard's test
 //! kernels, each launched plainly on the caller's stream.
 
 use super::{BiasElement, Gemm};
@@ -251,6 +252,45 @@ impl Gemm {
         self.before_launch(None)?;
         // SAFETY: the parameters match the ceiling's (slices, tile_slices, b_scale, sink); the
         // caller owns ctas × threads f32 at sink.
+        unsafe { launch::launch_raw(func.cu_function(), &shape, stream.cu_stream(), &mut params) }
+    }
+
+    /// An entry of this handle's module that no GEMM call launches (the measurements' loads),
+    /// loaded at its first use.
+    pub(crate) fn load_entry(&self, name: &str) -> Result<CudaFunction> {
+        self.module.load_function(name).map_err(|e| Error::driver("cuModuleGetFunction", e))
+    }
+
+    /// Launch `hgemm_reduce_copy` (`func`, from [`Gemm::load_entry`]) on `ctas` CTAs: `dst +=
+    /// src` over `chunks` 16-byte chunks of f32, `rounds` times.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn reduce_copy_raw(
+        &self,
+        stream: &CudaStream,
+        func: &CudaFunction,
+        ctas: u32,
+        src: u64,
+        dst: u64,
+        chunks: u64,
+        rounds: u32,
+    ) -> Result<()> {
+        if ctas == 0 || ctas > self.info.sms {
+            return Err(Error::InvalidShape(format!(
+                "reduce-copy on {ctas} CTAs: 1 to the device's {}",
+                self.info.sms
+            )));
+        }
+        let (mut src, mut dst, mut chunks, mut rounds) = (src, dst, chunks, rounds);
+        let mut params: [*mut std::ffi::c_void; 4] = [
+            &mut src as *mut u64 as *mut _,
+            &mut dst as *mut u64 as *mut _,
+            &mut chunks as *mut u64 as *mut _,
+            &mut rounds as *mut u32 as *mut _,
+        ];
+        let shape = LaunchShape::plain(ctas, hgemm_kernels::reduce_copy::THREADS, 0);
+        self.before_launch(None)?;
+        // SAFETY: the parameters match hgemm_reduce_copy(src, dst, chunks, rounds); the caller
+        // owns `chunks` 16-byte chunks at each of src and dst.
         unsafe { launch::launch_raw(func.cu_function(), &shape, stream.cu_stream(), &mut params) }
     }
 

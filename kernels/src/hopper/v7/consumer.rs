@@ -41,7 +41,8 @@
         fence::proxy_async_shared_cta();
         bar::sync(1 + c, 128);
         // The box's place in C's map: x along C's contiguous dimension.
-        let (x, y) = if c_col { (m0 + 64 * c, n0 + first) } else { (n0 + first, m0 + 64 * c) };
+        // (Wrapping: a held gated tile's origin sits two boxes before its first column.)
+        let (x, y) = if c_col { (m0 + 64 * c, n0.wrapping_add(first)) } else { (n0.wrapping_add(first), m0 + 64 * c) };
         if leader {
             if x < tma_columns {
                 tma::store_3d(map_c, x as i32, y as i32, z, buf.0);

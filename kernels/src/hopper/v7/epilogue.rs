@@ -1,8 +1,8 @@
 // The finished tile's stores: the fused epilogue applied in place, then v6's epilogue for
 // alpha = 1, beta = 0 (the held tile's boxes left for the next piece), or the one that scales
 // and loads C for beta; then the columns past TMA's reach, from registers. A gated call's
-// half-wide tile is stored from registers alone. Written out in the
-// consumer's body (`consumer.rs`); the tile's sum is whole here (stream-K's partials added), so
+// half-wide tile is held as a plain one is where the tile holds and TMA writes it whole, and
+// otherwise stored from registers alone. Written out in the consumer's body (`consumer.rs`); the tile's sum is whole here (stream-K's partials added), so
 // each fused step runs once.
 {
     // The fused epilogue (`crate::fused`), in place in the accumulator: alpha and the bias on
@@ -35,44 +35,65 @@
         }
     }
     if epilogue.is_gated() {
-        // Gate and up blocks of 8 alternate along N (along M: rows r and r + 8 of each 16-row
-        // slice), so each thread holds both values of each of its outputs: pairs p (gate) and
-        // p + 2 (up) along N, p and p + 1 along M. Stored by the threads themselves: the
-        // output tile is half as wide (tall) as the staged boxes TMA stores, and C's map is
-        // not read.
-        let out = GatedOutput::new(args, epilogue, z as u32, c_col);
-        // As above, the thread's place read anew.
-        let t = crate::ptx::mov::b32_opaque(tid);
-        let lane = t % 32;
-        let (slice, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
-        let emit = |orow: u32, ocol: u32, (g_lo, g_hi): (f32, f32), (u_lo, u_hi): (f32, f32)| {
-            let (mut lo, mut hi) = (g_lo * u_lo, g_hi * u_hi);
-            if args.beta != 0.0 {
-                let (old_lo, old_hi) = out.load_pair(orow, ocol);
-                lo += args.beta * old_lo;
-                hi += args.beta * old_hi;
-            }
-            out.store_pair(orow, ocol, lo, hi);
-        };
-        let mut gates = [(0.0f32, 0.0f32); 2];
-        if epilogue.is_along_m() {
-            acc.for_each_pair(|p, lo, hi| {
-                if p % 2 == 0 {
-                    gates[0] = (lo, hi);
-                } else {
-                    emit(slice / 2 + lane / 4, col0 + 8 * (p / 2), gates[0], (lo, hi));
-                }
-            });
+        // A gated call's half-wide output along N, where TMA writes all of it that this tile holds
+        // and nothing is added from C: held like a plain tile's (`Held::pack_gated`, its two boxes
+        // in the held tile's last two) and staged under the next tile's MMAs.
+        let gated_held = T::HOLD
+            && !epilogue.is_along_m()
+            && !c_col
+            && args.beta == 0.0
+            && !threads_store
+            && {
+                let (half, columns) = (T::BN / 2, args.n / 2);
+                let tma = args.tma_store_columns(columns);
+                tma > 0 && !crate::staging::holds_columns_past_tma(n0 / 2, half, columns, tma)
+            };
+        if gated_held {
+            held = <T::Held as Held<T::Acc>>::pack_gated(&acc);
+            // Box j of the held tile goes to column held_at.1 + 64·j: the last two, where the
+            // output sits, to n0 / 2 onwards (wrapping, as `tma_store_staged` adds).
+            held_at = (m0, (n0 / 2).wrapping_sub(T::BN / 2), z);
+            pending = T::BN / 2 / C_BOX.inner;
         } else {
-            acc.for_each_pair(|p, lo, hi| {
-                if (p / 2) % 2 == 0 {
-                    gates[(p % 2) as usize] = (lo, hi);
-                } else {
-                    emit(slice + lane / 4 + 8 * (p % 2), n0 / 2 + 8 * (p / 4) + 2 * (lane % 4), gates[(p % 2) as usize], (lo, hi));
+            // Gate and up blocks of 8 alternate along N (along M: rows r and r + 8 of each 16-row
+            // slice), so each thread holds both values of each of its outputs: pairs p (gate) and
+            // p + 2 (up) along N, p and p + 1 along M. Stored by the threads themselves: the
+            // output tile is half as wide (tall) as the staged boxes TMA stores, and C's map is
+            // not read.
+            let out = GatedOutput::new(args, epilogue, z as u32, c_col);
+            // As above, the thread's place read anew.
+            let t = crate::ptx::mov::b32_opaque(tid);
+            let lane = t % 32;
+            let (slice, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
+            let emit = |orow: u32, ocol: u32, (g_lo, g_hi): (f32, f32), (u_lo, u_hi): (f32, f32)| {
+                let (mut lo, mut hi) = (g_lo * u_lo, g_hi * u_hi);
+                if args.beta != 0.0 {
+                    let (old_lo, old_hi) = out.load_pair(orow, ocol);
+                    lo += args.beta * old_lo;
+                    hi += args.beta * old_hi;
                 }
-            });
+                out.store_pair(orow, ocol, lo, hi);
+            };
+            let mut gates = [(0.0f32, 0.0f32); 2];
+            if epilogue.is_along_m() {
+                acc.for_each_pair(|p, lo, hi| {
+                    if p % 2 == 0 {
+                        gates[0] = (lo, hi);
+                    } else {
+                        emit(slice / 2 + lane / 4, col0 + 8 * (p / 2), gates[0], (lo, hi));
+                    }
+                });
+            } else {
+                acc.for_each_pair(|p, lo, hi| {
+                    if (p / 2) % 2 == 0 {
+                        gates[(p % 2) as usize] = (lo, hi);
+                    } else {
+                        emit(slice + lane / 4 + 8 * (p % 2), n0 / 2 + 8 * (p / 4) + 2 * (lane % 4), gates[(p % 2) as usize], (lo, hi));
+                    }
+                });
+            }
+            held = <T::Held as Held<T::Acc>>::none();
         }
-        held = <T::Held as Held<T::Acc>>::none();
     } else if alpha == 1.0 && args.beta == 0.0 && !threads_store {
         // The common call: v6's epilogue. A loop over the boxes with a filter on the pairs
         // runs faster than the straight-line pass below (whose code is larger); with alpha

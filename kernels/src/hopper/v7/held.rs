@@ -10,6 +10,10 @@ pub trait Held<F: Fragment>: Copy {
     const BOXES: u32;
     /// The held boxes of the fragment rounded to bf16.
     fn pack(acc: &F) -> Self;
+    /// A gated call's output, gate × up of the fragment's 8-column blocks taken in pairs (gate
+    /// blocks even, up blocks odd), rounded to bf16: a 64 × `BN`/2 tile, laid out as the
+    /// fragment of that width would hold it, in the last `BOXES`/2 boxes.
+    fn pack_gated(acc: &F) -> Self;
     /// Nothing to stage: set where a tile is stored without being held (alpha/beta), so that the
     /// registers of the tile held before it are dead there instead of live beside the
     /// accumulator (which spilled).
@@ -22,6 +26,7 @@ pub trait Held<F: Fragment>: Copy {
 impl<F: Fragment> Held<F> for () {
     const BOXES: u32 = 0;
     fn pack(_: &F) -> Self {}
+    fn pack_gated(_: &F) -> Self {}
     fn none() -> Self {}
     fn for_each_in_box(&self, _: u32, _: impl FnMut(u32, u32)) {}
 }
@@ -37,6 +42,24 @@ impl<F: Fragment> Held<F> for [u32; 64] {
         let mut h = [0; 64];
         acc.for_each_pair(|p, lo, hi| {
             h[p as usize] = crate::ptx::cvt::rn_bf16x2_f32(lo, hi);
+        });
+        h
+    }
+
+    #[inline(always)]
+    fn pack_gated(acc: &F) -> Self {
+        // Pair p's gate is pair p - 2 (blocks 2b and 2b + 1, rows r and r + 8 alike); output
+        // pair q = 2·(p / 4) + p % 2 covers the half tile's columns 8·(q / 2)…, as pair q of a
+        // fragment half as wide does.
+        let mut h = [0; 64];
+        let mut gates = [(0.0f32, 0.0f32); 2];
+        acc.for_each_pair(|p, lo, hi| {
+            if (p / 2) % 2 == 0 {
+                gates[(p % 2) as usize] = (lo, hi);
+            } else {
+                let (g_lo, g_hi) = gates[(p % 2) as usize];
+                h[(32 + 2 * (p / 4) + p % 2) as usize] = crate::ptx::cvt::rn_bf16x2_f32(g_lo * lo, g_hi * hi);
+            }
         });
         h
     }
