@@ -48,6 +48,8 @@
 
 mod entries;
 #[cfg(blackwell)]
+mod epilogue;
+#[cfg(blackwell)]
 mod kernel;
 
 pub use entries::ENTRIES;

@@ -1,0 +1,177 @@
+//! The library entries' epilogue steps ([`super::kernel`]): a box of the accumulator scaled, with
+//! the fused epilogue and beta·C, into its staging box; a box stored or loaded by the threads
+//! where TMA cannot write C; a gated call's box, stored by the threads.
+
+use crate::activation::activate;
+use crate::args::GemmArgs;
+use crate::desc::tcgen05::TmemAddr;
+use crate::epilogue::{Fused, GatedOutput, Output};
+use crate::fused::Activation;
+use crate::staging::Staging;
+
+/// The fused epilogue of a tile ([`crate::fused`]; not gated): its bias and activation, and the
+/// C coordinates of the thread's row and of the box's first column, where the bias is read.
+#[derive(Clone, Copy)]
+pub(super) struct TileFused {
+    pub(super) fused: Fused,
+    pub(super) act: Activation,
+    pub(super) row: u32,
+    pub(super) col0: u32,
+}
+
+/// Convert 64 accumulator columns starting at `acc` to `alpha·acc + beta·old` in bf16, where
+/// `old` is what the staging box holds (C's box, loaded by TMA) if `beta_c`, and write them back
+/// into the box, row `32·(warp % 4) + lane` from the lane of the same number; with `fused`,
+/// `act(alpha·acc + bias) + beta·old`. With `no_acc` (K = 0) the accumulator, never written, is
+/// not read: it counts as zero.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn stage_scaled(
+    acc: TmemAddr,
+    staging: Staging,
+    warp: u32,
+    lane: u32,
+    args: &GemmArgs,
+    beta_c: bool,
+    no_acc: bool,
+    fused: Option<TileFused>,
+) {
+    use crate::epilogue::bf16x2_to_f32;
+    use crate::ptx::{
+        cvt,
+        tcgen05::{self, TmemFragment},
+    };
+    let row = 32 * (warp % 4) + lane;
+    for half in 0..2 {
+        let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
+        r.wait_ld();
+        let mut packed = [0u32; 16];
+        r.for_each_pair(|p, lo, hi| {
+            // A select, not a product: stale tensor memory may hold NaN.
+            let (mut lo, mut hi) = if no_acc { (0.0, 0.0) } else { (args.alpha * lo, args.alpha * hi) };
+            if let Some(t) = fused {
+                // The bias of the row (along M, an entry computing Cᵀ) or of each column.
+                let col = t.col0 + 32 * half + 2 * p;
+                let (b_lo, b_hi) = if t.fused.along_m() {
+                    let b = t.fused.bias_or_zero(t.row);
+                    (b, b)
+                } else {
+                    (t.fused.bias_or_zero(col), t.fused.bias_or_zero(col + 1))
+                };
+                lo = activate(t.act, lo + b_lo);
+                hi = activate(t.act, hi + b_hi);
+            }
+            if beta_c {
+                let (old_lo, old_hi) = bf16x2_to_f32(staging.load_b32(row, 32 * half + 2 * p));
+                lo += args.beta * old_lo;
+                hi += args.beta * old_hi;
+            }
+            packed[p as usize] = cvt::rn_bf16x2_f32(lo, hi);
+        });
+        for q in 0..4 {
+            let chunk = [packed[4 * q], packed[4 * q + 1], packed[4 * q + 2], packed[4 * q + 3]];
+            staging.store_v4(row, 32 * half + 8 * q as u32, chunk);
+        }
+    }
+}
+
+/// Store the staged 128×64 box whose element (0, 0) is C's (`row0`, `col0`) with the epilogue
+/// warps' own stores, where TMA cannot write C: warp `w` moves rows `32·(w % 4)` to
+/// `32·(w % 4) + 31`, lane `l` the pair at columns `2l` and `2l + 1` of each, so that a warp's
+/// store covers 128 contiguous bytes of one row; what lies outside the output is skipped.
+#[inline(always)]
+pub(super) fn store_box(out: &Output, staging: Staging, warp: u32, lane: u32, row0: u32, col0: u32) {
+    for r in 0..32 {
+        let row = 32 * (warp % 4) + r;
+        out.store_packed(row0 + row, col0 + 2 * lane, staging.load_b32(row, 2 * lane));
+    }
+}
+
+/// The box [`store_box`] stores, loaded from C into the staging box (zeros outside the output),
+/// for beta where TMA cannot read it.
+#[inline(always)]
+pub(super) fn load_box(out: &Output, staging: Staging, warp: u32, lane: u32, row0: u32, col0: u32) {
+    for r in 0..32 {
+        let row = 32 * (warp % 4) + r;
+        staging.store_b32(row, 2 * lane, out.load_packed(row0 + row, col0 + 2 * lane));
+    }
+}
+
+/// A gated call's tile ([`crate::fused`]): the 64 accumulator columns of box `j` at `acc`, this
+/// thread's row `row` (the kernel's) and columns from `col0`, as `act(gate)·up + beta·old`,
+/// stored by the thread itself (the output is half as wide, or tall, as the tile). Gate and up
+/// blocks of 8 alternate along N: each thread holds both of each output's values. Along M (an
+/// entry computing Cᵀ) they are rows r and r + 8 of each 16-row slice, lanes `l` and `l ^ 8` of
+/// the warp: the up lanes hand their values to the gate lanes, which store.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn gated_box(
+    acc: TmemAddr,
+    warp: u32,
+    lane: u32,
+    args: &GemmArgs,
+    no_acc: bool,
+    t: TileFused,
+    out: &GatedOutput,
+    row: u32,
+    col0: u32,
+) {
+    use crate::ptx::{
+        shfl,
+        tcgen05::{self, TmemFragment},
+    };
+    let emit = |orow: u32, ocol: u32, lo: f32, hi: f32| {
+        let (mut lo, mut hi) = (lo, hi);
+        if args.beta != 0.0 {
+            let (old_lo, old_hi) = out.load_pair(orow, ocol);
+            lo += args.beta * old_lo;
+            hi += args.beta * old_hi;
+        }
+        out.store_pair(orow, ocol, lo, hi);
+    };
+    for half in 0..2 {
+        let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
+        r.wait_ld();
+        let first = col0 + 32 * half;
+        // The pre-activation `alpha·acc + bias` of pair `p` (columns `first + 2p` and the next).
+        let pre = |p: u32, lo: f32, hi: f32| {
+            let (lo, hi) = if no_acc { (0.0, 0.0) } else { (args.alpha * lo, args.alpha * hi) };
+            let c = first + 2 * p;
+            let (b_lo, b_hi) = if t.fused.along_m() {
+                let b = t.fused.bias_or_zero(row);
+                (b, b)
+            } else {
+                (t.fused.bias_or_zero(c), t.fused.bias_or_zero(c + 1))
+            };
+            (lo + b_lo, hi + b_hi)
+        };
+        if !t.fused.along_m() {
+            // Pairs 8q..8q + 3 (columns 16q..16q + 7) are gates, 8q + 4..8q + 7 their ups: output
+            // columns `first / 2 + 8q` on. The gates wait in registers (constant indices once
+            // `for_each_pair` is unrolled) for their ups.
+            let mut gates = [(0.0f32, 0.0f32); 4];
+            r.for_each_pair(|p, lo, hi| {
+                let (lo, hi) = pre(p, lo, hi);
+                if (p / 4) % 2 == 0 {
+                    gates[(p % 4) as usize] = (lo, hi);
+                } else {
+                    let (g_lo, g_hi) = gates[(p % 4) as usize];
+                    let (lo, hi) = (activate(t.act, g_lo) * lo, activate(t.act, g_hi) * hi);
+                    emit(row, first / 2 + 8 * (p / 8) + 2 * (p % 4), lo, hi);
+                }
+            });
+        } else {
+            // Rows (this CTA's tile starts on a 16-row slice) r % 16 < 8 are gates.
+            let gate = (row % 16) < 8;
+            r.for_each_pair(|p, lo, hi| {
+                let (lo, hi) = pre(p, lo, hi);
+                let up_lo = f32::from_bits(shfl::sync_idx_b32(lo.to_bits(), lane ^ 8));
+                let up_hi = f32::from_bits(shfl::sync_idx_b32(hi.to_bits(), lane ^ 8));
+                if gate {
+                    let (lo, hi) = (activate(t.act, lo) * up_lo, activate(t.act, hi) * up_hi);
+                    emit(row / 16 * 8 + row % 8, first + 2 * p, lo, hi);
+                }
+            });
+        }
+    }
+}
