@@ -189,10 +189,11 @@ fn table() -> String {
                 check_register_budget(spec, entry_body(text, spec.name), r.registers, arch);
                 // A hang-guard build is a diagnostic one: its bounded waits take registers the
                 // wide tiles have none to spare of (producer 24, consumers 240), and ptxas keeps a
-                // few of their values in local memory; with the fused epilogue's code that is up to
-                // 16 bytes of stack and 12/40 bytes of spill stores/loads (1f875c6, 2026-12-06;
-                // 8/8/24 before). It is held to that; the default build to none.
-                let allowed = if cfg!(feature = "hang-guard") { (16, 12, 40) } else { (0, 0, 0) };
+                // few of their values in local memory; with the fused epilogue's code, gated
+                // tiles held included, that is up to 16 bytes of stack and 16/44 bytes of spill
+                // stores/loads (5ada9a1, 2026-12-06; 16/12/40 at 1f875c6, 8/8/24 before). It is
+                // held to that; the default build to none.
+                let allowed = if cfg!(feature = "hang-guard") { (16, 16, 44) } else { (0, 0, 0) };
                 assert!(
                     r.stack <= allowed.0 && r.spill_stores <= allowed.1 && r.spill_loads <= allowed.2,
                     "{} on {arch}: stack or spills: {r:?} (allowed {allowed:?})",
