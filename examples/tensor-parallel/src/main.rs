@@ -15,6 +15,7 @@
 //! [--backend hgemm,cublas] [--max-sms N] [--passes 10]`. NCCL is loaded at run time:
 //! `scripts/device-tp.sh` finds it (and keeps NVLink multicast off, NCCL_NVLS_ENABLE=0).
 
+mod random;
 mod rank;
 mod shard;
 
@@ -223,17 +224,7 @@ fn rel_error(y: &[bf16], reference: &[f64]) -> f64 {
     if y.len() != reference.len() { f64::INFINITY } else { (diff / norm.max(f64::MIN_POSITIVE)).sqrt() }
 }
 
-/// `n` bf16 uniform in [-scale, scale) from splitmix64 stream `seed`.
+/// `n` bf16 uniform in [-scale, scale) from stream `seed`.
 fn random(n: usize, seed: u64, scale: f32) -> Vec<bf16> {
-    let mut s = seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            let u = ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32;
-            bf16::from_f32((2.0 * u - 1.0) * scale)
-        })
-        .collect()
+    random::uniform(n, seed).map(|u| bf16::from_f64(u * scale as f64)).collect()
 }

@@ -103,18 +103,9 @@ pub fn micro_batches(tokens: usize, count: usize) -> Result<Vec<Range<usize>>, S
 mod tests {
     use super::*;
 
-    /// splitmix64 values in [-1, 1).
+    /// Values uniform in [-1, 1).
     fn values(n: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect()
+        crate::random::uniform(n, seed).collect()
     }
 
     /// C (m×n) = A (m×k) · Bᵀ, B n×k, all row-major.
