@@ -34,8 +34,8 @@ pub use reference::{
     reference_from_products,
 };
 pub use verify::{
-    CPU_CHECK_MAX_MACS, Case, ODD_N_SHAPE, Rejection, VERIFY_SHAPES, check, check_rejections, verify_kernel,
-    verify_shapes,
+    CPU_CHECK_MAX_MACS, Case, ODD_N_SHAPE, Rejection, VERIFY_SHAPES, check, check_rejections, verify_family,
+    verify_kernel, verify_shapes,
 };
 
 pub(crate) use error::drv;

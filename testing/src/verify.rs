@@ -229,3 +229,18 @@ pub fn verify_kernel(
     }
     Ok(lines)
 }
+
+/// [`verify_kernel`] for every kernel of the handle's family, each line printed as it comes:
+/// the lines that failed (none where everything passed).
+pub fn verify_family(gemm: &Gemm, blas: &Cublas, stream: &Arc<CudaStream>, seed: u64) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    for kernel in gemm.kernels() {
+        for (line, ok) in verify_kernel(gemm, blas, stream, kernel, seed)? {
+            println!("{line}");
+            if !ok {
+                failures.push(line);
+            }
+        }
+    }
+    Ok(failures)
+}

@@ -113,15 +113,7 @@ fn blackwell_kernels_verify_against_cublas() {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
-    let mut failures = Vec::new();
-    for kernel in gemm.kernels() {
-        for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed).unwrap() {
-            println!("{line}");
-            if !ok {
-                failures.push(line);
-            }
-        }
-    }
+    let failures = testing::verify_family(&gemm, &blas, &stream, seed).unwrap();
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 

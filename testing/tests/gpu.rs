@@ -30,15 +30,7 @@ fn family_matches_cublas(family: Family) {
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
-    let mut failures = Vec::new();
-    for kernel in gemm.kernels() {
-        for (line, ok) in testing::verify_kernel(&gemm, &blas, &stream, kernel, seed).unwrap() {
-            println!("{line}");
-            if !ok {
-                failures.push(line);
-            }
-        }
-    }
+    let failures = testing::verify_family(&gemm, &blas, &stream, seed).unwrap();
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -46,12 +38,6 @@ fn family_matches_cublas(family: Family) {
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_kernels_match_cublas() {
     family_matches_cublas(Family::Hopper);
-}
-
-#[test]
-#[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
-fn blackwell_kernels_match_cublas() {
-    family_matches_cublas(Family::Blackwell);
 }
 
 #[test]
