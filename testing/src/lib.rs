@@ -45,6 +45,25 @@ pub const GUARD: u16 = 0x1234;
 /// Elements of guard band after every checked C.
 pub const GUARD_LEN: usize = 4096;
 
+/// The handle on GPU 0 for a GPU test of `family`'s kernels: it panics, so that the test fails
+/// rather than skips, where there is no GPU or the GPU is of another family.
+pub fn open_family(family: hgemm::Family) -> hgemm::Gemm {
+    let gemm = hgemm::Gemm::new(hgemm::device::context(0).expect("no GPU: run the GPU tests on a GPU machine"))
+        .expect("hgemm::Gemm::new");
+    let d = gemm.device();
+    let wanted = match family {
+        hgemm::Family::Hopper => "a Hopper GPU (H100, H200)",
+        hgemm::Family::Blackwell => "a Blackwell GPU (B200, GB300)",
+    };
+    assert_eq!(gemm.family(), family, "this test needs {wanted}; this is {} ({}.{})", d.name, d.major, d.minor);
+    gemm
+}
+
+/// A GPU test's seed: `HGEMM_SEED`, else the process id (set it to repeat a run).
+pub fn test_seed() -> u64 {
+    std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| std::process::id() as u64)
+}
+
 /// 2·M·N·K over `ms` milliseconds, in TFLOP/s.
 pub fn tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
     2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12

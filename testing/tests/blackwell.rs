@@ -5,27 +5,8 @@
 //! docs/blackwell.md gives the one command that runs them. Every test opens the GPU and asserts
 //! it is a Blackwell one first: on any other GPU, or none, each fails; none passes by skipping.
 
-use hgemm::{Activation, Error, Family, Gemm, GemmOp, Lack, Layout};
+use hgemm::{Activation, Error, Family, GemmOp, Lack, Layout};
 use hgemm_testing::{self as testing, Cublas};
-
-fn open() -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a B200 or GB300"))
-        .expect("hgemm::Gemm::new");
-    let d = gemm.device();
-    assert_eq!(
-        gemm.family(),
-        Family::Blackwell,
-        "these tests need a Blackwell GPU (B200, GB300); this is {} ({}.{})",
-        d.name,
-        d.major,
-        d.minor
-    );
-    gemm
-}
-
-fn seed() -> u64 {
-    std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| std::process::id() as u64)
-}
 
 /// Every case, with where C starts in its buffer (elements): A, B and C in each storage order;
 /// beta 0 (C not read) and -0.5 (C loaded) with alpha 0.75; one GEMM and a strided batch of 3 with
@@ -79,10 +60,10 @@ fn cases() -> Vec<(String, GemmOp, usize)> {
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
 fn blackwell_library_calls_match_cublas() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Blackwell);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let mut failures = Vec::new();
     let mut entries = std::collections::BTreeSet::new();
     let cases = cases();
@@ -109,10 +90,10 @@ fn blackwell_library_calls_match_cublas() {
 fn blackwell_kernels_verify_against_cublas() {
     // What `hgemm verify` checks, for every Blackwell kernel: the ladder and the library entries,
     // each pinned, on exact, partial, tiny and large shapes, and the calls each must refuse.
-    let gemm = open();
+    let gemm = testing::open_family(Family::Blackwell);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let failures = testing::verify_family(&gemm, &blas, &stream, seed).unwrap();
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -127,10 +108,10 @@ fn fused_cases() -> Vec<testing::FusedCase> {
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
 fn blackwell_fused_epilogues_match_cublas() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Blackwell);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let mut failures = Vec::new();
     let cases = fused_cases();
     for (i, case) in cases.iter().enumerate() {
@@ -148,7 +129,7 @@ fn blackwell_fused_epilogues_match_cublas() {
 #[test]
 #[ignore = "needs a B200/GB300 (compute capability 10.x): run there with --ignored"]
 fn blackwell_ladder_refuses_fused_epilogues_by_name_and_writes_nothing() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Blackwell);
     let stream = gemm.context().default_stream();
     let (m, n, k) = (256, 256, 64);
     let a = testing::random(&gemm, &stream, m * k, 1, 1.0).unwrap();

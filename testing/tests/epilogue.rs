@@ -4,19 +4,8 @@
 //! need an H100/H200, so they are ignored in the normal suite and run with `--ignored`.
 
 use half::bf16;
-use hgemm::{Activation, BiasType, Family, Gemm, GemmOp, Layout};
+use hgemm::{Activation, BiasType, Family, GemmOp, Layout};
 use hgemm_testing::{self as testing, Cublas};
-
-fn open() -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
-        .expect("hgemm::Gemm::new");
-    assert_eq!(gemm.family(), Family::Hopper, "these tests need an H100/H200; this is {}", gemm.device().name);
-    gemm
-}
-
-fn seed() -> u64 {
-    std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| std::process::id() as u64)
-}
 
 /// Run every case, print each result, and fail with the list of failures.
 fn run_cases<'a>(cases: impl Iterator<Item = (String, hgemm_testing::Result<testing::FusedCheck>)> + 'a) {
@@ -42,16 +31,22 @@ fn run_cases<'a>(cases: impl Iterator<Item = (String, hgemm_testing::Result<test
         }
     }
     assert!(ran > 0, "no case ran");
-    assert!(failures.is_empty(), "seed {}: {} of {ran} failed:\n{}", seed(), failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "seed {}: {} of {ran} failed:\n{}",
+        testing::test_seed(),
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn every_v7_entry_fuses_bias_activations_and_gating() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let entries: Vec<_> = gemm.kernels().filter(|k| hgemm::plan::fuses_epilogue(k)).collect();
     assert!(entries.len() > 1, "Hopper v7 has several entries");
     let mut cases = Vec::new();
@@ -73,10 +68,10 @@ fn every_v7_entry_fuses_bias_activations_and_gating() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn auto_fuses_general_calls() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     run_cases(testing::fused_general_cases().into_iter().enumerate().map(|(i, case)| {
         let r = testing::check_fused(&gemm, &blas, &stream, &case.op, None, seed + i as u64);
         (case.what, r)
@@ -86,10 +81,10 @@ fn auto_fuses_general_calls() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn llama_mlp_layers_match_cublas() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let mut cases = Vec::new();
     // Llama-3 8B (hidden 4096, intermediate 14336) and 70B (8192, 28672), at 512 and 4096 tokens.
     for (tokens, d, i) in [(512, 4096, 14336), (4096, 4096, 14336), (512, 8192, 28672)] {
@@ -119,9 +114,9 @@ fn llama_mlp_layers_match_cublas() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn separate_epilogue_kernels_match_the_host() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
-    let seed = seed();
+    let seed = testing::test_seed();
     let (rows, cols, ld) = (300, 520, 536);
     let mut failures = Vec::new();
     for (act, name) in testing::ACTIVATIONS {
@@ -181,7 +176,7 @@ fn separate_epilogue_kernels_match_the_host() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn refused_fused_calls_leave_c_untouched() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let (m, n, k) = (128, 256, 64);
     let a = testing::random(&gemm, &stream, m * k, 1, 1.0).unwrap();

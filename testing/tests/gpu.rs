@@ -2,34 +2,14 @@
 //! the normal suite (CI has none) and run on a GPU machine with `--ignored` (scripts/device-final.sh).
 //! A test run on the wrong GPU, or on none, fails: it never passes by skipping.
 
-use hgemm::{Family, Gemm};
+use hgemm::Family;
 use hgemm_testing::{self as testing, Cublas};
 
-fn open(family: Family) -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
-        .expect("hgemm::Gemm::new");
-    let d = gemm.device();
-    assert_eq!(
-        gemm.family(),
-        family,
-        "this test needs a {} GPU; this is {} ({}.{})",
-        family.name(),
-        d.name,
-        d.major,
-        d.minor
-    );
-    gemm
-}
-
-fn seed() -> u64 {
-    std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| std::process::id() as u64)
-}
-
 fn family_matches_cublas(family: Family) {
-    let gemm = open(family);
+    let gemm = testing::open_family(family);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let failures = testing::verify_family(&gemm, &blas, &stream, seed).unwrap();
     assert!(failures.is_empty(), "seed {seed}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -43,10 +23,10 @@ fn hopper_kernels_match_cublas() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_general_calls_match_cublas() {
-    let gemm = open(Family::Hopper);
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let mut failures = Vec::new();
     for (i, case) in testing::general_cases().iter().enumerate() {
         let r = testing::check_op(&gemm, &blas, &stream, &case.op, case.c_offset, seed + i as u64).unwrap();
@@ -72,10 +52,10 @@ fn hopper_chained_calls_see_their_predecessors_output() {
     use half::bf16;
     use hgemm::GemmOp;
     const STEPS: usize = 8;
-    let gemm = open(Family::Hopper);
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let (n, k) = (4096, 4096);
     let mut failures = Vec::new();
     // M = 4096 takes the wide tile with stream-K splits, M = 512 the square tile, M = 128 the
@@ -116,7 +96,7 @@ fn hopper_chained_calls_see_their_predecessors_output() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_tensor_ceilings_run_their_mmas() {
-    let gemm = open(Family::Hopper);
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let mut ceiling = testing::Ceiling::new(&gemm, &stream).unwrap();
     assert!(matches!(ceiling.run(&gemm, &stream, "ceiling", (0, 1024, 1024)), Err(hgemm::Error::InvalidShape(_))));
@@ -154,10 +134,10 @@ fn hopper_tensor_ceilings_run_their_mmas() {
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
     use hgemm::{GemmOp, Layout, TuneOptions};
-    let gemm = open(Family::Hopper);
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let opts = TuneOptions { samples: 3, sample_ms: 5.0, ..TuneOptions::default() };
     // A split schedule with close rivals, and a general call (C column-major, beta, a batch).
     let ops = [
@@ -271,13 +251,13 @@ fn hopper_tuning_runs_the_fastest_and_it_matches_cublas() {
 fn hopper_sm_budgets_hold_the_grid_and_keep_the_result() {
     use half::bf16;
     use hgemm::{GemmOp, Prepared};
-    let gemm = open(Family::Hopper);
+    let gemm = testing::open_family(Family::Hopper);
     // A stream of its own for the capture below, with cudarc's event tracking off: a captured
     // call may not wait on events recorded outside the capture. Everything runs on this stream.
     let stream = gemm.context().new_stream().unwrap();
     unsafe { gemm.context().disable_event_tracking() };
     let blas = Cublas::new(&stream).unwrap();
-    let seed = seed();
+    let seed = testing::test_seed();
     let sms = gemm.device().sms;
     let mut failures = Vec::new();
     // Whole waves, the last wave split by K, and a decode-like call.

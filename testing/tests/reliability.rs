@@ -15,21 +15,6 @@ use hgemm::{Family, Gemm, GemmOp, KernelSpec, Layout};
 use hgemm_testing::{self as testing, BufferComparison, Cublas, Rng, Variant};
 use std::sync::Arc;
 
-fn open() -> Gemm {
-    let gemm = Gemm::new(hgemm::device::context(0).expect("no GPU: run these tests on a GPU machine"))
-        .expect("hgemm::Gemm::new");
-    let d = gemm.device();
-    assert_eq!(
-        gemm.family(),
-        Family::Hopper,
-        "these tests need a Hopper GPU; this is {} ({}.{})",
-        d.name,
-        d.major,
-        d.minor
-    );
-    gemm
-}
-
 /// `HGEMM_SEED`, or a fresh one; printed either way so that a failure can be repeated.
 fn seed() -> u64 {
     let seed = std::env::var("HGEMM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
@@ -159,7 +144,7 @@ fn gemm_handle_is_send_and_sync() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_random_shape_sweep_matches_cublas() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
@@ -265,7 +250,7 @@ fn hopper_random_shape_sweep_matches_cublas() {
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_outputs_are_bitwise_deterministic() {
     const RUNS: usize = 100;
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
@@ -356,7 +341,7 @@ struct SoakCall {
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_soak_keeps_device_memory_flat() {
     let calls = env_or("HGEMM_SOAK_CALLS", 10_000);
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let stream = gemm.context().default_stream();
     let blas = Cublas::new(&stream).unwrap();
     let seed = seed();
@@ -476,7 +461,7 @@ fn rss_kib() -> u64 {
 fn hopper_concurrent_streams_share_one_handle() {
     const THREADS: usize = 4;
     let iterations = env_or("HGEMM_CONCURRENCY_CALLS", 40);
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     let kernels: Vec<&'static KernelSpec> = gemm.kernels().collect();
     let outcomes = on_concurrent_streams(&gemm, seed, THREADS, iterations, Streams::New, |t, i, rng| {
@@ -530,7 +515,7 @@ fn split_launches_at_once(streams: Streams, what: &str) {
     const THREADS: usize = 3;
     // Each splits its last waves after whole ones (the waves that wait): 5, 1 and 14 of them.
     const SHAPES: [(usize, usize, usize); 3] = [(5000, 5000, 512), (3000, 3000, 1024), (8192, 8192, 1024)];
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
     let outcomes = on_concurrent_streams(&gemm, seed, THREADS, 2 * SHAPES.len(), streams, |t, i, _| {
@@ -553,7 +538,7 @@ fn split_launches_at_once(streams: Streams, what: &str) {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_released_workspaces_give_their_memory_back() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     let v7 = gemm.kernels().find(|k| k.name == "hopper_v7").expect("hopper_v7");
     let op = testing::op_for(v7, 3000, 3000, 1024);
@@ -693,7 +678,7 @@ const GLOBAL: cudarc::driver::sys::CUstreamCaptureMode =
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_graph_replays_match_cublas() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     // SAFETY: every buffer here is used on the one stream it is allocated on. (cudarc's event
     // tracking would make the captured calls wait on events recorded outside the capture,
@@ -816,7 +801,7 @@ fn hopper_graph_replays_match_cublas() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_graph_from_two_streams_beside_their_own_calls() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     // SAFETY: each buffer is used on one stream, or in the graph and then, after a
     // synchronization, on the first stream.
@@ -880,7 +865,7 @@ fn hopper_graph_from_two_streams_beside_their_own_calls() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_split_call_beside_a_global_capture() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     // SAFETY: each call's buffers are used on its own stream only.
     unsafe { gemm.context().disable_event_tracking() };
@@ -931,7 +916,7 @@ fn hopper_split_call_beside_a_global_capture() {
 #[test]
 #[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
 fn hopper_calls_from_a_thread_without_the_context() {
-    let gemm = open();
+    let gemm = testing::open_family(Family::Hopper);
     let seed = seed();
     // SAFETY: each call's buffers are used on its own stream only. (With cudarc's event
     // tracking, its own waits made the context current on the worker before the calls did.)
