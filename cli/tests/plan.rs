@@ -290,15 +290,18 @@ fn plan_takes_the_family_and_the_call() {
     // 16 × 32 units of 256×256 on 74 pairs: every SM, whole tiles.
     assert_eq!(row(&text)[..4], ["8192x8192x8192", "blackwell_lib_kk", "148", "2"], "{text}");
     assert!(text.lines().nth(1).unwrap().ends_with("whole tiles"), "{text}");
-    for (a, b, c, entry) in [
-        ("row", "col", "row", "blackwell_lib_kk"),
-        ("col", "col", "row", "blackwell_lib_mnk"),
-        ("row", "row", "row", "blackwell_lib_kmn"),
-        ("col", "row", "row", "blackwell_lib_mnmn"),
+    // 304×520 takes 2 × 3 units of 256×256 tiles (36 CTAs for 3 entries) or 2 × 5 of 256×128
+    // (60); turned round (C column-major), 520×304 takes 3 × 3 of 256×128 (54): the narrow tile,
+    // whose waves are as few and whose tiles half the work.
+    for (a, b, c, entry, ctas) in [
+        ("row", "col", "row", "blackwell_lib_n128_kk", "60"),
+        ("col", "col", "row", "blackwell_lib_n128_mnk", "60"),
+        ("row", "row", "row", "blackwell_lib_n128_kmn", "60"),
+        ("col", "row", "row", "blackwell_lib_n128_mnmn", "60"),
         // C column-major: A and B trade places and read the other way round.
-        ("row", "col", "col", "blackwell_lib_kk"),
-        ("col", "col", "col", "blackwell_lib_kmn"),
-        ("row", "row", "col", "blackwell_lib_mnk"),
+        ("row", "col", "col", "blackwell_lib_n128_kk", "54"),
+        ("col", "col", "col", "blackwell_lib_n128_kmn", "54"),
+        ("row", "row", "col", "blackwell_lib_n128_mnk", "54"),
     ] {
         let (ok, text, err) = plan(&[
             "--family",
@@ -319,8 +322,7 @@ fn plan_takes_the_family_and_the_call() {
         assert!(ok, "{a} {b} {c}: {err}");
         let r = row(&text);
         assert_eq!(r[1], entry, "{a} {b} {c}: {text}");
-        // 2 × 3 units per batch entry (or 3 × 2 turned round), 3 entries: 18 pairs.
-        assert_eq!((r[2].as_str(), r[3].as_str()), ("36", "2"), "{a} {b} {c}: {text}");
+        assert_eq!((r[2].as_str(), r[3].as_str()), (ctas, "2"), "{a} {b} {c}: {text}");
     }
     // The SM count is the user's to set; Hopper takes the same call options.
     let (ok, text, _) = plan(&["--family", "blackwell", "--sms", "160", "--shapes", "8192x8192x8192"]);

@@ -47,12 +47,39 @@ fn blackwell_devices_run_the_blackwell_entries() {
         assert_eq!(info.family(), Ok(Family::Blackwell));
     }
     // Every entry fits the shared memory a block may opt in to (Gemm::new refuses one that does
-    // not, Error::SharedMemory), and the library's four are among them.
+    // not, Error::SharedMemory), and the library's eight are among them.
     for k in blackwell() {
         assert!(k.smem_bytes <= b200().smem_optin, "{}: {} bytes", k.name, k.smem_bytes);
     }
     let general: Vec<_> = blackwell().into_iter().filter(|k| k.general).map(|k| k.name).collect();
-    assert_eq!(general, ["blackwell_lib_kk", "blackwell_lib_kmn", "blackwell_lib_mnk", "blackwell_lib_mnmn"]);
+    assert_eq!(
+        general,
+        [
+            "blackwell_lib_kk",
+            "blackwell_lib_kmn",
+            "blackwell_lib_mnk",
+            "blackwell_lib_mnmn",
+            "blackwell_lib_n128_kk",
+            "blackwell_lib_n128_kmn",
+            "blackwell_lib_n128_mnk",
+            "blackwell_lib_n128_mnmn",
+        ]
+    );
+}
+
+#[test]
+fn auto_takes_the_128_wide_tile_where_256_wide_ones_leave_pairs_idle() {
+    let name = |m, n, k| auto(&GemmOp::new(m, n, k)).unwrap().name;
+    // 32 × 32 pairs of 256×256 tiles fill a B200's 74 pairs 13.8 times: the wide tile.
+    assert_eq!(name(8192, 8192, 8192), "blackwell_lib_kk");
+    assert_eq!(name(2048, 2048, 8192), "blackwell_lib_kk");
+    // 4 × 8 pairs of 256×256 tiles leave 42 of 74 pairs idle; 4 × 16 of 256×128 leave 10.
+    assert_eq!(name(1024, 2048, 8192), "blackwell_lib_n128_kk");
+    // N = 128: half of each wide tile's MMA would be empty, none of the narrow one's.
+    assert_eq!(name(8192, 128, 8192), "blackwell_lib_n128_kk");
+    let spec = auto(&GemmOp::new(1024, 2048, 8192)).unwrap();
+    assert_eq!((spec.tile_m, spec.tile_n), (128, 128));
+    assert_eq!(launch_offline(spec, &GemmOp::new(1024, 2048, 8192), 148).unwrap().grid, 128);
 }
 
 #[test]
@@ -99,7 +126,8 @@ fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
                         assert_eq!(p.maps[0].address, if swapped { 0x20000 } else { 0x10000 }, "{what}");
                         let mn_box = |major: Major, rows: u32| if major == Major::MN { [64, 64] } else { [64, rows] };
                         assert_eq!(p.maps[0].box_dims[..2], mn_box(spec.a_major, 128), "{what}");
-                        assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, 128), "{what}");
+                        // Each CTA of the pair loads half the tile's columns of B.
+                        assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, spec.tile_n / 2), "{what}");
                     }
                     // One row of whole pairs, no more than the device holds or the units need,
                     // every tile whole (the entry has no stream-K).

@@ -350,18 +350,18 @@ fn tensor_ceilings_are_their_tiles_mmas_alone() {
     }
 }
 
-/// Blackwell's library entries (`blackwell_lib_*`), one per pair of storage orders, assemble for
-/// sm_100a and sm_103a without a warning, stack or spill (checked for every kernel in `table`),
-/// and their code is what each is meant to be: the pair MMA (UTCHMMA) with the instruction
-/// descriptor of its orders, the operands' TMA loads to the pair's barrier (`.cta_group::2`), a
-/// plain TMA load (C's box, for beta) and TMA stores.
+/// Blackwell's library entries (`blackwell_lib_*`), one per tile width and pair of storage
+/// orders, assemble for sm_100a and sm_103a without a warning, stack or spill (checked for every
+/// kernel in `table`), and their code is what each is meant to be: the pair MMA (UTCHMMA) with
+/// the instruction descriptor of its orders and width, the operands' TMA loads to the pair's
+/// barrier (`.cta_group::2`), a plain TMA load (C's box, for beta) and TMA stores.
 #[test]
 fn blackwell_library_entries_hold_their_mmas_and_tma() {
     use hgemm_kernels::desc::tcgen05::InstrDesc;
     use hgemm_kernels::spec::Major;
     let text = ptx::all().into_iter().find(|(f, _)| *f == Family::Blackwell).unwrap().1;
     let entries = hgemm_kernels::blackwell::lib::ENTRIES;
-    assert_eq!(entries.len(), 4);
+    assert_eq!(entries.len(), 8);
     for &arch in ptx::ptxas_archs(Family::Blackwell) {
         let asm = assemble(Family::Blackwell, text, arch);
         assert!(asm.warnings.is_empty(), "ptxas -arch {arch} warned:\n{}", asm.warnings.join("\n"));
@@ -400,12 +400,13 @@ fn blackwell_library_entries_hold_their_mmas_and_tma() {
     for spec in entries {
         let body = entry_body(text, spec.name);
         let (a_mn, b_mn) = (spec.a_major == Major::MN, spec.b_major == Major::MN);
-        // The instruction descriptor of its orders, as an immediate (M = 256, N = 256).
-        let idesc = InstrDesc::bf16_f32_major(256, 256, a_mn, b_mn).0;
+        // The instruction descriptor of its orders and width, as an immediate (M = 256).
+        let idesc = InstrDesc::bf16_f32_major(256, spec.tile_n, a_mn, b_mn).0;
         assert!(body.contains(&idesc.to_string()), "{}: instruction descriptor {idesc:#x} missing", spec.name);
-        // One operand load per K-major operand and two per MN-major one, in each copy of the loop.
+        // One operand load per K-major operand and one per 64 rows of an MN-major one (A's 128,
+        // B's half of the tile's width), in each copy of the loop.
         let pair_loads = body.matches("complete_tx::bytes.cta_group::2 [").count() as u32;
-        let per_slice = 1 + a_mn as u32 + 1 + b_mn as u32;
+        let per_slice = 1 + a_mn as u32 + if b_mn { spec.tile_n / 2 / 64 } else { 1 };
         assert!(pair_loads > 0 && pair_loads.is_multiple_of(per_slice), "{}: {pair_loads} pair loads", spec.name);
         assert_eq!(body.matches("tcgen05.mma.cta_group::2.kind::f16").count() % 4, 0, "{}", spec.name);
         assert!(body.contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"), "{}", spec.name);

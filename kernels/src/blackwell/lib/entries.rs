@@ -1,5 +1,5 @@
-//! The one list of the library entry's PTX entry points, one per pair of storage orders of A
-//! and B, each with its [`KernelSpec`].
+//! The one list of the library entry's PTX entry points, one per tile width and pair of storage
+//! orders of A and B, each with its [`KernelSpec`].
 
 use super::spec;
 use crate::spec::KernelSpec;
@@ -7,9 +7,10 @@ use crate::spec::KernelSpec;
 /// Declares each entry point (its three tensor-map parameters, then `kernel::gemm`) and
 /// `ENTRIES`, their specs in the same order.
 macro_rules! entries {
-    ($($name:ident: $a:ident, $b:ident;)*) => {
-        /// Every entry: A and B K-major first (C = A·Bᵀ, both row-major), then the other orders.
-        pub const ENTRIES: &[KernelSpec] = &[$(spec(stringify!($name), entries!(@mn $a), entries!(@mn $b))),*];
+    ($($name:ident: $tile:ident, $a:ident, $b:ident;)*) => {
+        /// Every entry: A and B K-major first (C = A·Bᵀ, both row-major), then the other orders;
+        /// the 256-wide tile's, then the 128-wide one's.
+        pub const ENTRIES: &[KernelSpec] = &[$(spec(stringify!($name), super::$tile, entries!(@mn $a), entries!(@mn $b))),*];
         $(
             #[cfg(blackwell)]
             #[unsafe(no_mangle)]
@@ -24,7 +25,7 @@ macro_rules! entries {
                     crate::tensor_map_param!($name, 1),
                     crate::tensor_map_param!($name, 2),
                 ];
-                super::kernel::gemm::<{ entries!(@mn $a) }, { entries!(@mn $b) }>(maps, &args);
+                super::kernel::gemm::<{ super::$tile.0 }, { super::$tile.1 }, { entries!(@mn $a) }, { entries!(@mn $b) }>(maps, &args);
             }
         )*
     };
@@ -32,10 +33,14 @@ macro_rules! entries {
     (@mn MN) => { true };
 }
 
-// name: A, B (K- or MN-major).
+// name: tile (`WIDE`, `HALF`), A, B (K- or MN-major).
 entries! {
-    blackwell_lib_kk: K, K;
-    blackwell_lib_kmn: K, MN;
-    blackwell_lib_mnk: MN, K;
-    blackwell_lib_mnmn: MN, MN;
+    blackwell_lib_kk: WIDE, K, K;
+    blackwell_lib_kmn: WIDE, K, MN;
+    blackwell_lib_mnk: WIDE, MN, K;
+    blackwell_lib_mnmn: WIDE, MN, MN;
+    blackwell_lib_n128_kk: HALF, K, K;
+    blackwell_lib_n128_kmn: HALF, K, MN;
+    blackwell_lib_n128_mnk: HALF, MN, K;
+    blackwell_lib_n128_mnmn: HALF, MN, MN;
 }

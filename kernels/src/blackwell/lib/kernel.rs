@@ -10,26 +10,32 @@ use crate::epilogue::{Fused, GatedOutput, Output};
 use crate::ptx::tma::TensorMap;
 use crate::staging::{Staging, holds_columns_past_tma};
 
-/// The kernel: `A_MN`/`B_MN` say whether A is M-major and B N-major.
+/// The kernel for tile `(BN, STAGES)` ([`WIDE`], [`HALF`]): `A_MN`/`B_MN` say whether A is
+/// M-major and B N-major.
 #[inline(always)]
-pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], args: &GemmArgs) {
+pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_MN: bool>(
+    maps: [TensorMap; 3],
+    args: &GemmArgs,
+) {
     use crate::pipeline::PipelineState;
     use crate::ptx::mbarrier::{self, Barrier};
     use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
 
     let [map_a, map_b, map_c] = maps;
-    let (a_box, b_box) = (operand_box(A_MN, BM), operand_box(B_MN, B_SHARE));
+    const { assert!(BN.is_multiple_of(C_BUFFERS * BOX_COLS)) };
+    let (b_share, smem_plan) = (b_share(BN), smem(BN, STAGES));
+    let (a_box, b_box) = (operand_box(A_MN, BM), operand_box(B_MN, b_share));
     let base = smem::base();
-    let full = |s: u32| Barrier::at(base + SMEM.barrier(0), s);
-    let empty = |s: u32| Barrier::at(base + SMEM.barrier(STAGES), s);
-    let mainloop = |a: u32| Barrier::at(base + SMEM.barrier(2 * STAGES), a);
-    let epilogue = |a: u32| Barrier::at(base + SMEM.barrier(2 * STAGES + ACC_STAGES), a);
-    let c_load = Barrier(base + SMEM.barrier(2 * STAGES + 2 * ACC_STAGES));
+    let full = |s: u32| Barrier::at(base + smem_plan.barrier(0), s);
+    let empty = |s: u32| Barrier::at(base + smem_plan.barrier(STAGES), s);
+    let mainloop = |a: u32| Barrier::at(base + smem_plan.barrier(2 * STAGES), a);
+    let epilogue = |a: u32| Barrier::at(base + smem_plan.barrier(2 * STAGES + ACC_STAGES), a);
+    let c_load = Barrier(base + smem_plan.barrier(2 * STAGES + 2 * ACC_STAGES));
     let tid = sreg::tid_x();
     let (warp, lane) = (tid / 32, tid % 32);
     let rank = sreg::cluster_ctarank();
 
-    let this = spec("", A_MN, B_MN);
+    let this = spec("", (BN, STAGES), A_MN, B_MN);
     let sched = this.scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
     let units = tiles * args.batch;
@@ -58,7 +64,7 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
         fence::mbarrier_init_release_cluster();
     }
     if warp == 1 {
-        tcgen05::alloc::<CLUSTER>(base + SMEM.tmem_slot, TMEM_COLS);
+        tcgen05::alloc::<CLUSTER>(base + smem_plan.tmem_slot, tmem_cols(BN));
         tcgen05::relinquish_alloc_permit::<CLUSTER>();
         tcgen05::fence_before_thread_sync();
     }
@@ -66,7 +72,7 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
     // read only after the barrier that follows the allocation.
     cluster::sync();
     tcgen05::fence_after_thread_sync();
-    let tmem = TmemAddr(smem::ld_b32(base + SMEM.tmem_slot));
+    let tmem = TmemAddr(smem::ld_b32(base + smem_plan.tmem_slot));
 
     let nk = args.k.div_ceil(BK);
     if warp == 0 && lane == 0 {
@@ -75,16 +81,16 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
         while unit < units {
             let (m0, n0, z) = origin(unit);
             // This CTA's rows of B: the pair MMA reads each CTA's half of the N tile.
-            let nb = n0 + rank * B_SHARE;
+            let nb = n0 + rank * b_share;
             for kb in 0..nk {
                 mbarrier::wait(empty(st.stage), st.phase);
                 let s = st.stage;
                 let k = (kb * BK) as i32;
                 // Whole boxes, also past M, N or K: TMA writes zeros there and counts their bytes.
-                mbarrier::arrive_expect_tx_relaxed_cluster(full(s), 0, STAGE_BYTES);
+                mbarrier::arrive_expect_tx_relaxed_cluster(full(s), 0, stage_bytes(BN));
                 let load =
                     |dst: u32, map, x: u32, y: i32| tma::load_3d_cta_group2(dst, map, x as i32, y, z, full(s), 0);
-                let (a_dst, b_dst) = (base + SMEM.a_stage(s), base + SMEM.b_stage(s));
+                let (a_dst, b_dst) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
                 if A_MN {
                     for i in 0..BM / SPAN {
                         load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k);
@@ -93,7 +99,7 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
                     tma::load_3d_cta_group2(a_dst, map_a, k, m0 as i32, z, full(s), 0);
                 }
                 if B_MN {
-                    for i in 0..B_SHARE / SPAN {
+                    for i in 0..b_share / SPAN {
                         load(b_dst + i * b_box.bytes(), map_b, nb + i * SPAN, k);
                     }
                 } else {
@@ -111,7 +117,7 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
             st.advance();
         }
     } else if warp == 1 && lane == 0 && rank == 0 {
-        let idesc = idesc(A_MN, B_MN);
+        let idesc = idesc(A_MN, B_MN, BN);
         let mut st = PipelineState::<STAGES>::new();
         let mut acc = PipelineState::<ACC_STAGES>::producer();
         let mut unit = first_unit;
@@ -124,8 +130,8 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
                 tcgen05::fence_after_thread_sync();
                 let s = st.stage;
                 for k in 0..BK / 16 {
-                    let a = SmemDesc::slice_128b(base + SMEM.a_stage(s), A_MN, a_box.bytes(), k);
-                    let b = SmemDesc::slice_128b(base + SMEM.b_stage(s), B_MN, b_box.bytes(), k);
+                    let a = SmemDesc::slice_128b(base + smem_plan.a_stage(s), A_MN, a_box.bytes(), k);
+                    let b = SmemDesc::slice_128b(base + smem_plan.b_stage(s), B_MN, b_box.bytes(), k);
                     tcgen05::mma_f16_ss::<CLUSTER>(d, a, b, idesc, (kb + k != 0) as u32);
                 }
                 tcgen05::commit_multicast::<CLUSTER>(empty(s), PAIR_MASK);
@@ -180,7 +186,7 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
             }
             // BN / BOX_COLS is even, so box j % 2 also alternates from one tile to the next.
             for j in 0..BN / BOX_COLS {
-                let staging = Staging(base + SMEM.c + (j % C_BUFFERS) * C_BOX.bytes());
+                let staging = Staging(base + smem_plan.c + (j % C_BUFFERS) * C_BOX.bytes());
                 let last = j == BN / BOX_COLS - 1;
                 let x = (n0 + j * BOX_COLS) as i32;
                 // A box holding columns TMA cannot write is loaded (for beta) and stored by the
@@ -248,6 +254,6 @@ pub(super) fn gemm<const A_MN: bool, const B_MN: bool>(maps: [TensorMap; 3], arg
     cluster::sync();
     if warp == 1 {
         tcgen05::fence_after_thread_sync();
-        tcgen05::dealloc::<CLUSTER>(tmem, TMEM_COLS);
+        tcgen05::dealloc::<CLUSTER>(tmem, tmem_cols(BN));
     }
 }

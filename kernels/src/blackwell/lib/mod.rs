@@ -6,6 +6,9 @@
 //! v6's design is kept: CTA pairs stacked along M, each CTA 128×256 of C, one `cta_group::2`
 //! MMA of M = 256 from rank 0, six 64-deep stages, two accumulators in all 512 tensor-memory
 //! columns, a TMA-store epilogue through two 128B-swizzled staging boxes. Generalised:
+//! - **Tile width**: each order also has an entry 128 wide (`blackwell_lib_n128_*`: N = 128
+//!   MMAs, two accumulators in 256 columns, eight stages), for calls that 256-wide tiles cover
+//!   in too few tiles for the SMs ([`WIDE`], [`HALF`]).
 //! - **Storage order**: an MN-major operand arrives in 64(M or N)×64(K) boxes, two per CTA share,
 //!   read with the instruction descriptor's transpose bits and MN-major shared-memory
 //!   descriptors ([`crate::desc::tcgen05::SmemDesc::mn_major_128b`]). One entry per pair of
@@ -60,12 +63,10 @@ use crate::staging::BOX_COLS;
 
 /// Rows of C per CTA (each CTA's half of the pair MMA's M = 256).
 const BM: u32 = 128;
-const BN: u32 = 256;
 /// Depth of a K slice: one 128-byte swizzle span of bf16.
 const BK: u32 = 64;
 /// Width along M or N of an MN-major box: one 128-byte swizzle span.
 const SPAN: u32 = 64;
-const STAGES: u32 = 6;
 /// CTAs per cluster: one CTA pair, `cta_group::2`, stacked along M.
 const CLUSTER: u32 = 2;
 /// Commits arrive in both CTAs of the pair.
@@ -78,21 +79,39 @@ const EPILOGUE_THREADS: u32 = 128;
 const EPILOGUE_BAR: u32 = 1;
 /// Accumulators in tensor memory: the epilogue drains one while the MMAs fill the other.
 const ACC_STAGES: u32 = 2;
-/// f32 accumulator columns: one per output column, per accumulator — all 512.
-const TMEM_COLS: u32 = ACC_STAGES * BN;
-/// Rows of B each CTA of the pair loads: the pair MMA splits N across the two CTAs.
-const B_SHARE: u32 = BN / CLUSTER;
 /// The C box: 64 columns (the 128-byte swizzle span) of the CTA's 128 rows, for stores and,
 /// with beta, loads.
 const C_BOX: TmaBox = TmaBox::new(BOX_COLS, BM, Swizzle::B128);
 /// Staging boxes in shared memory: one being filled while the other is stored.
 const C_BUFFERS: u32 = 2;
+
+/// The tiles the entries run: `BN` columns of C per pair (the pair MMA's N), `STAGES` 64-deep
+/// stages. 256 wide is v6's; 128 wide halves each MMA and the tensor memory it takes, so that
+/// calls whose N (or M, turned round) 256 covers in too few tiles spread over more SMs, with
+/// stages of two thirds the bytes and so more of them.
+pub const WIDE: (u32, u32) = (256, 6);
+pub const HALF: (u32, u32) = (128, 8);
+
+/// Rows of B each CTA of the pair loads: the pair MMA splits N across the two CTAs.
+const fn b_share(bn: u32) -> u32 {
+    bn / CLUSTER
+}
+
+/// f32 accumulator columns: one per output column, per accumulator (all 512 for 256 wide).
+const fn tmem_cols(bn: u32) -> u32 {
+    ACC_STAGES * bn
+}
+
 /// Barriers: `full[s]` and `empty[s]` per stage, `mainloop[a]` and `epilogue[a]` per
 /// accumulator, then `c_load`, on which the epilogue waits for a box of C (beta ≠ 0).
-const SMEM: SmemPlan =
-    SmemPlan::new(STAGES, BM * BK * 2, B_SHARE * BK * 2, C_BUFFERS * C_BOX.bytes(), 2 * STAGES + 2 * ACC_STAGES + 1);
-/// Bytes one CTA's loads bring per stage, whatever the orders: its 128 rows of A and of B.
-const STAGE_BYTES: u32 = (BM + B_SHARE) * BK * 2;
+const fn smem(bn: u32, stages: u32) -> SmemPlan {
+    SmemPlan::new(stages, BM * BK * 2, b_share(bn) * BK * 2, C_BUFFERS * C_BOX.bytes(), 2 * stages + 2 * ACC_STAGES + 1)
+}
+
+/// Bytes one CTA's loads bring per stage, whatever the orders: its 128 rows of A and its share of B.
+const fn stage_bytes(bn: u32) -> u32 {
+    (BM + b_share(bn)) * BK * 2
+}
 
 const fn major(mn: bool) -> Major {
     if mn { Major::MN } else { Major::K }
@@ -105,28 +124,29 @@ const fn operand_box(mn: bool, rows: u32) -> TmaBox {
     b.promote_l2(L2Promotion::B256)
 }
 
-/// The M = 256 pair MMA's instruction descriptor for A and B in the given orders.
-const fn idesc(a_mn: bool, b_mn: bool) -> InstrDesc {
-    InstrDesc::bf16_f32_major(BM * CLUSTER, BN, a_mn, b_mn)
+/// The M = 256, N = `bn` pair MMA's instruction descriptor for A and B in the given orders.
+const fn idesc(a_mn: bool, b_mn: bool, bn: u32) -> InstrDesc {
+    InstrDesc::bf16_f32_major(BM * CLUSTER, bn, a_mn, b_mn)
 }
 
-/// The spec of the entry that reads A and B MN-major or not; the kernel reads the same constants.
-const fn spec(name: &'static str, a_mn: bool, b_mn: bool) -> KernelSpec {
+/// The spec of the entry that runs tile `(bn, stages)` ([`WIDE`], [`HALF`]) reading A and B
+/// MN-major or not; the kernel reads the same constants.
+const fn spec(name: &'static str, (bn, stages): (u32, u32), a_mn: bool, b_mn: bool) -> KernelSpec {
     KernelSpec {
         name,
         family: Family::Blackwell,
         version: 7,
         adds: "the library's entry: either storage order, batches, alpha/beta, partial tiles",
         tile_m: BM,
-        tile_n: BN,
+        tile_n: bn,
         group_m: 16,
         threads: THREADS,
         cluster: CLUSTER,
         cluster_along_n: false,
         grid: Grid::Persistent,
-        smem_bytes: SMEM.bytes,
+        smem_bytes: smem(bn, stages).bytes,
         a_box: operand_box(a_mn, BM),
-        b_box: operand_box(b_mn, B_SHARE),
+        b_box: operand_box(b_mn, b_share(bn)),
         c_box: Some(C_BOX),
         a_major: major(a_mn),
         b_major: major(b_mn),
@@ -146,11 +166,13 @@ mod tests {
 
     #[test]
     fn entries_cover_every_order_once() {
-        assert_eq!(ENTRIES.len(), 4);
-        for a in [Major::K, Major::MN] {
-            for b in [Major::K, Major::MN] {
-                let n = ENTRIES.iter().filter(|s| s.a_major == a && s.b_major == b).count();
-                assert_eq!(n, 1, "{a:?} {b:?}");
+        assert_eq!(ENTRIES.len(), 8);
+        for bn in [WIDE.0, HALF.0] {
+            for a in [Major::K, Major::MN] {
+                for b in [Major::K, Major::MN] {
+                    let n = ENTRIES.iter().filter(|s| s.tile_n == bn && s.a_major == a && s.b_major == b).count();
+                    assert_eq!(n, 1, "{bn} {a:?} {b:?}");
+                }
             }
         }
         for s in ENTRIES {
@@ -163,8 +185,11 @@ mod tests {
     #[test]
     fn boxes_fill_each_stage_exactly() {
         for s in ENTRIES {
-            // Each CTA loads its 128 rows of A and 128 rows of B per K slice, in one K-major box or
-            // two 64-wide MN-major ones: the bytes it announces on the pair's barrier.
+            let (bn, stages) = if s.tile_n == WIDE.0 { WIDE } else { HALF };
+            let plan = smem(bn, stages);
+            assert_eq!((s.tile_m, s.tile_n, s.smem_bytes), (BM, bn, plan.bytes), "{}", s.name);
+            // Each CTA loads its 128 rows of A and its share of B per K slice, in one K-major box
+            // or 64-wide MN-major ones: the bytes it announces on the pair's barrier.
             let pieces = |b: TmaBox, rows: u32, major: Major| match major {
                 Major::K => {
                     assert_eq!((b.inner, b.outer), (BK, rows), "{}", s.name);
@@ -176,49 +201,58 @@ mod tests {
                 }
             };
             let a = pieces(s.a_box, BM, s.a_major) * s.a_box.bytes();
-            let b = pieces(s.b_box, B_SHARE, s.b_major) * s.b_box.bytes();
-            assert_eq!((a, b), (SMEM.a_stage_bytes, SMEM.b_stage_bytes), "{}", s.name);
-            assert_eq!(a + b, STAGE_BYTES, "{}", s.name);
+            let b = pieces(s.b_box, b_share(bn), s.b_major) * s.b_box.bytes();
+            assert_eq!((a, b), (plan.a_stage_bytes, plan.b_stage_bytes), "{}", s.name);
+            assert_eq!(a + b, stage_bytes(bn), "{}", s.name);
             assert_eq!(s.a_share_rows(), BM);
-            assert_eq!(s.b_share_rows(), B_SHARE);
-        }
-        // Stages and staging boxes start on 1024-byte swizzle atoms; MN-major blocks too.
-        for st in 0..STAGES {
-            assert_eq!((SMEM.a_stage(st) % 1024, SMEM.b_stage(st) % 1024), (0, 0));
+            assert_eq!(s.b_share_rows(), b_share(bn));
+            // Stages and staging boxes start on 1024-byte swizzle atoms; MN-major blocks too.
+            for st in 0..stages {
+                assert_eq!((plan.a_stage(st) % 1024, plan.b_stage(st) % 1024), (0, 0));
+            }
+            assert_eq!(plan.c % 1024, 0);
+            assert!(plan.bytes <= 227 * 1024, "{}: {} bytes", s.name, plan.bytes);
+            assert!(plan.tmem_slot >= plan.barrier(2 * stages + 2 * ACC_STAGES + 1));
+            // The epilogue alternates its two staging boxes across tiles: an even count per tile.
+            assert!((bn / BOX_COLS).is_multiple_of(C_BUFFERS), "{}", s.name);
+            // `tcgen05.alloc` takes a power of two of at least 32 columns; the pair MMA an N that
+            // is a multiple of 16 up to 256 (PTX ISA §9.7.16.10.1).
+            assert!(tmem_cols(bn).is_power_of_two() && tmem_cols(bn) >= 32 && tmem_cols(bn) <= 512);
+            assert!(bn.is_multiple_of(16) && bn <= 256);
         }
         assert_eq!(operand_box(true, BM).bytes() % 1024, 0);
-        assert_eq!(SMEM.c % 1024, 0);
-        const { assert!(SMEM.bytes <= 227 * 1024) };
-        assert!(SMEM.tmem_slot >= SMEM.barrier(2 * STAGES + 2 * ACC_STAGES + 1));
     }
 
     #[test]
     fn instruction_descriptors_follow_the_orders() {
-        assert_eq!(idesc(false, false), InstrDesc::bf16_f32(256, 256));
-        assert_eq!(idesc(true, false).0 & (3 << 15), 1 << 15);
-        assert_eq!(idesc(false, true).0 & (3 << 15), 1 << 16);
-        assert_eq!(idesc(true, true).0 & (3 << 15), 3 << 15);
+        for bn in [WIDE.0, HALF.0] {
+            assert_eq!(idesc(false, false, bn), InstrDesc::bf16_f32(256, bn));
+            assert_eq!(idesc(true, false, bn).0 & (3 << 15), 1 << 15);
+            assert_eq!(idesc(false, true, bn).0 & (3 << 15), 1 << 16);
+            assert_eq!(idesc(true, true, bn).0 & (3 << 15), 3 << 15);
+        }
     }
 
     #[test]
     fn batches_walk_every_tile_of_every_entry_once() {
         // Units are tiles × batch entries; a persistent grid of clusters strides over them.
-        let s = ENTRIES[0];
-        for &(m, n, batch) in &[(1u32, 1u32, 1u32), (300, 520, 3), (4096, 4096, 2), (257, 8000, 5)] {
-            let sched = s.scheduler(m, n);
-            let tiles = sched.num_tiles();
-            for grid in [1, 7, 74] {
-                let mut seen = std::vec![0u32; (tiles * batch) as usize];
-                for c in 0..grid {
-                    let mut u = c;
-                    while u < tiles * batch {
-                        let (tm, tn) = sched.tile(u % tiles);
-                        let z = u / tiles;
-                        seen[(z * tiles + tm * sched.tiles_n + tn) as usize] += 1;
-                        u += grid;
+        for s in ENTRIES.iter().step_by(4) {
+            for &(m, n, batch) in &[(1u32, 1u32, 1u32), (300, 520, 3), (4096, 4096, 2), (257, 8000, 5)] {
+                let sched = s.scheduler(m, n);
+                let tiles = sched.num_tiles();
+                for grid in [1, 7, 74] {
+                    let mut seen = std::vec![0u32; (tiles * batch) as usize];
+                    for c in 0..grid {
+                        let mut u = c;
+                        while u < tiles * batch {
+                            let (tm, tn) = sched.tile(u % tiles);
+                            let z = u / tiles;
+                            seen[(z * tiles + tm * sched.tiles_n + tn) as usize] += 1;
+                            u += grid;
+                        }
                     }
+                    assert!(seen.iter().all(|&v| v == 1), "{}: {m}x{n}x{batch} grid {grid}", s.name);
                 }
-                assert!(seen.iter().all(|&v| v == 1), "{m}x{n}x{batch} grid {grid}");
             }
         }
     }
