@@ -126,8 +126,9 @@ fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
                         assert_eq!(p.maps[0].address, if swapped { 0x20000 } else { 0x10000 }, "{what}");
                         let mn_box = |major: Major, rows: u32| if major == Major::MN { [64, 64] } else { [64, rows] };
                         assert_eq!(p.maps[0].box_dims[..2], mn_box(spec.a_major, 128), "{what}");
-                        // Each CTA of the pair loads half the tile's columns of B.
-                        assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, spec.tile_n / 2), "{what}");
+                        // Each CTA of the pair loads its share of B: half the tile's columns.
+                        assert_eq!(spec.b_share_rows(), spec.tile_n / 2, "{what}");
+                        assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, spec.b_share_rows()), "{what}");
                     }
                     // One row of whole pairs, no more than the device holds or the units need,
                     // every tile whole (the entry has no stream-K).

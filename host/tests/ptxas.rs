@@ -403,10 +403,11 @@ fn blackwell_library_entries_hold_their_mmas_and_tma() {
         // The instruction descriptor of its orders and width, as an immediate (M = 256).
         let idesc = InstrDesc::bf16_f32_major(256, spec.tile_n, a_mn, b_mn).0;
         assert!(body.contains(&idesc.to_string()), "{}: instruction descriptor {idesc:#x} missing", spec.name);
-        // One operand load per K-major operand and one per 64 rows of an MN-major one (A's 128,
-        // B's half of the tile's width), in each copy of the loop.
+        // One operand load per K-major operand and one per 64 rows of a CTA's share of an
+        // MN-major one, in each copy of the loop.
         let pair_loads = body.matches("complete_tx::bytes.cta_group::2 [").count() as u32;
-        let per_slice = 1 + a_mn as u32 + if b_mn { spec.tile_n / 2 / 64 } else { 1 };
+        let loads = |mn: bool, share_rows: u32| if mn { share_rows / 64 } else { 1 };
+        let per_slice = loads(a_mn, spec.a_share_rows()) + loads(b_mn, spec.b_share_rows());
         assert!(pair_loads > 0 && pair_loads.is_multiple_of(per_slice), "{}: {pair_loads} pair loads", spec.name);
         assert_eq!(body.matches("tcgen05.mma.cta_group::2.kind::f16").count() % 4, 0, "{}", spec.name);
         assert!(body.contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"), "{}", spec.name);

@@ -164,10 +164,13 @@ mod tests {
     extern crate std;
     use super::*;
 
+    /// Every tile an entry runs.
+    const TILES: [(u32, u32); 2] = [WIDE, HALF];
+
     #[test]
     fn entries_cover_every_order_once() {
         assert_eq!(ENTRIES.len(), 8);
-        for bn in [WIDE.0, HALF.0] {
+        for (bn, _) in TILES {
             for a in [Major::K, Major::MN] {
                 for b in [Major::K, Major::MN] {
                     let n = ENTRIES.iter().filter(|s| s.tile_n == bn && s.a_major == a && s.b_major == b).count();
@@ -185,7 +188,7 @@ mod tests {
     #[test]
     fn boxes_fill_each_stage_exactly() {
         for s in ENTRIES {
-            let (bn, stages) = if s.tile_n == WIDE.0 { WIDE } else { HALF };
+            let (bn, stages) = TILES.into_iter().find(|t| t.0 == s.tile_n).unwrap();
             let plan = smem(bn, stages);
             assert_eq!((s.tile_m, s.tile_n, s.smem_bytes), (BM, bn, plan.bytes), "{}", s.name);
             // Each CTA loads its 128 rows of A and its share of B per K slice, in one K-major box
@@ -225,7 +228,7 @@ mod tests {
 
     #[test]
     fn instruction_descriptors_follow_the_orders() {
-        for bn in [WIDE.0, HALF.0] {
+        for (bn, _) in TILES {
             assert_eq!(idesc(false, false, bn), InstrDesc::bf16_f32(256, bn));
             assert_eq!(idesc(true, false, bn).0 & (3 << 15), 1 << 15);
             assert_eq!(idesc(false, true, bn).0 & (3 << 15), 1 << 16);
