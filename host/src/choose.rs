@@ -31,12 +31,20 @@ pub enum Rule {
     /// Square pairs split with fewer units than pairs give way to whole waves priced within
     /// `THIN_SQUARE_SPLIT`.
     ThinSquareSplit,
+    /// The tall tile split gives way to what `choose` picks without it, run whole and priced
+    /// within `TALL_SPLIT`.
+    TallSplit,
 }
 
 impl Rule {
     /// Every rule, in the order `choose` tries them.
-    pub const ALL: [Rule; 4] =
-        [Rule::OneColumnSquare, Rule::WideTrimSquare, Rule::WideHalfEmptySquare, Rule::ThinSquareSplit];
+    pub const ALL: [Rule; 5] = [
+        Rule::OneColumnSquare,
+        Rule::WideTrimSquare,
+        Rule::WideHalfEmptySquare,
+        Rule::ThinSquareSplit,
+        Rule::TallSplit,
+    ];
 
     /// The name of the rule's bound in `choose.rs`, which `hgemm plan --why` prints.
     pub fn name(self) -> &'static str {
@@ -45,6 +53,7 @@ impl Rule {
             Rule::WideTrimSquare => "WIDE_TRIM_SQUARE",
             Rule::WideHalfEmptySquare => "WIDE_HALF_EMPTY_SQUARE",
             Rule::ThinSquareSplit => "THIN_SQUARE_SPLIT",
+            Rule::TallSplit => "TALL_SPLIT",
         }
     }
 
@@ -55,6 +64,7 @@ impl Rule {
             Rule::WideTrimSquare => WIDE_TRIM_SQUARE,
             Rule::WideHalfEmptySquare => WIDE_HALF_EMPTY_SQUARE,
             Rule::ThinSquareSplit => THIN_SQUARE_SPLIT,
+            Rule::TallSplit => TALL_SPLIT,
         }
     }
 }
@@ -65,6 +75,26 @@ pub fn choose_why<'a>(
     op: &GemmOp,
     sms: u32,
 ) -> Option<(&'a KernelSpec, Option<Rule>)> {
+    let candidates: Vec<Priced<'a>> = price(kernels, op, sms).filter(|c| c.eligible).collect();
+    let (best, rule) = pick(&candidates)?;
+    // The tall tile split runs no faster than whole waves priced up to 4% above it: what `auto`
+    // picks without the tall tile, where it runs whole and is priced within `TALL_SPLIT`, takes
+    // the call (H100, forced, 2026-12-06: 592×7424×11520 and 881×16384×4096 whole 1.00× and
+    // 1.05× the tall tile split's speed, priced 3.3% and 3.7% above it; where whole waves were
+    // priced 6.7–19% above, the tall tile split ran 4–6% faster).
+    if best.tall_split {
+        let others: Vec<Priced<'a>> = candidates.iter().copied().filter(|c| !c.tall).collect();
+        if let Some((other, _)) =
+            pick(&others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
+        {
+            return Some((other.spec, Some(Rule::TallSplit)));
+        }
+    }
+    Some((best.spec, rule))
+}
+
+/// [`choose_why`]'s pick among `candidates` (eligible, priced), but for the tall tile's rule.
+fn pick<'a>(candidates: &[Priced<'a>]) -> Option<(Priced<'a>, Option<Rule>)> {
     // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
     // pairs and the cheapest whole twin pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
@@ -79,14 +109,12 @@ pub fn choose_why<'a>(
         }
         _ => Some(c),
     };
-    let (best, best_whole, square_whole, one_row_twin_whole) = price(kernels, op, sms).filter(|c| c.eligible).fold(
-        (None, None, None, None),
-        |(best, whole, square, twin), c| {
+    let (best, best_whole, square_whole, one_row_twin_whole) =
+        candidates.iter().copied().fold((None, None, None, None), |(best, whole, square, twin), c| {
             let square = if c.whole && c.square { cheaper(square, c) } else { square };
             let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
             (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
-        },
-    );
+        });
     let best = best?;
     // One whole wave of square pairs in one column leaves 10–16 of 66 pairs idle where whole
     // twin pairs in one row (the call in its other form) fill the SMs: twins priced within
@@ -95,7 +123,7 @@ pub fn choose_why<'a>(
     if let Some(twin) = one_row_twin_whole.filter(|t| {
         best.whole && best.square && best.one_wave_in_one_column && t.cost <= best.cost * Rule::OneColumnSquare.bound()
     }) {
-        return Some((twin.spec, Some(Rule::OneColumnSquare)));
+        return Some((twin, Some(Rule::OneColumnSquare)));
     }
     // Three whole waves of the wide tile trimmed in many columns cost what five of square pairs
     // do: square pairs priced within `WIDE_TRIM_SQUARE` take it (H200, forced: faster at 19 of
@@ -108,16 +136,16 @@ pub fn choose_why<'a>(
     if let Some(rule) = best.square_whole_within
         && let Some(sq) = square_whole.filter(|sq| sq.cost <= best.cost * rule.bound())
     {
-        return Some((sq.spec, Some(rule)));
+        return Some((sq, Some(rule)));
     }
     // Square pairs split with fewer units than pairs run slower than priced: whole waves priced
     // within `THIN_SQUARE_SPLIT` take them (H200, forced: faster at all 14 shapes measured, by
     // 2–15%, 7cab46c, 2026-11-30).
     match best_whole {
         Some(w) if best.thin_square_split && w.cost <= best.cost * Rule::ThinSquareSplit.bound() => {
-            Some((w.spec, Some(Rule::ThinSquareSplit)))
+            Some((w, Some(Rule::ThinSquareSplit)))
         }
-        _ => Some((best.spec, None)),
+        _ => Some((best, None)),
     }
 }
 
@@ -144,6 +172,10 @@ pub struct Priced<'a> {
     whole: bool,
     /// Square pairs split with fewer units than pairs.
     thin_square_split: bool,
+    /// The tall tile.
+    tall: bool,
+    /// The tall tile split.
+    tall_split: bool,
     /// Square pairs.
     square: bool,
     /// Its tiles make one column (N within a tile, in its form) and at most one wave.
@@ -253,6 +285,10 @@ pub fn price<'a, 'b>(
                     || (kop.m >= kop.n && one_wave_in_halves)
                     || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
             }
+            // Where one column of tall tiles covers the call (a small M, in its form), the
+            // narrow, lean and slim tiles stream the other operand faster (H100, forced,
+            // 2026-12-06: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×).
+            1 if (s.tile_m, s.tile_n) == TALL => false,
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -273,6 +309,8 @@ pub fn price<'a, 'b>(
             twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+            tall: (s.tile_m, s.tile_n) == TALL,
+            tall_split: (s.tile_m, s.tile_n) == TALL && sched.is_some_and(|sk| !whole(&sk)),
             square,
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,
@@ -303,6 +341,9 @@ const SPLIT_PENALTY: f64 = 1.10;
 /// fewer units than pairs (see `choose`): the measured whole entries were priced 1.2–5.6% above
 /// the split and ran 2–15% faster.
 const THIN_SQUARE_SPLIT: f64 = 1.06;
+/// How much dearer whole waves may be priced and still take a call from the tall tile split (see
+/// `choose`).
+const TALL_SPLIT: f64 = 1.05;
 /// How much dearer whole twin pairs in one row may be priced and still take a call from whole
 /// square pairs in one column (see `choose`): they were priced 2.3% above and ran 0.6–5.5% faster.
 const ONE_COLUMN_SQUARE: f64 = 1.03;
@@ -343,6 +384,10 @@ const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
 const WIDE_TRIM: (u32, u32) = (128, 224);
 /// The 64×96 pair.
 const NARROW96: (u32, u32) = (64, 96);
+/// The tall tile: two consumers of two 64-row blocks each.
+const TALL: (u32, u32) = (256, 128);
+/// The tall tile's rate (`tile_efficiency`).
+const TALL_RATE: f64 = 0.95;
 
 /// The twin pairs' rate (`tile_efficiency`).
 const TWIN: f64 = 0.85;
@@ -375,6 +420,8 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
         // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
         (128, 224) => 0.95,
+        // The tall tile: 0.95–0.96 of the wide tile's speed at 8192³ (H100, forced, 2026-12-06).
+        TALL => TALL_RATE,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,

@@ -24,8 +24,8 @@ fn shapes_no_kernel_can_index_get_no_kernel() {
         Err(Error::Unsupported { .. })
     ));
     assert_eq!(shape(&hopper::v7::SPEC, &GemmOp::new(8192, 8192, 8192), 66).map(|s| s.grid), Ok(132));
-    // 2^31 - 1 entries of two tiles or more each.
-    assert_eq!(pick(&GemmOp::new(1, 264, 8).batched(i32::MAX as usize, 0, 0, 264), 132), None);
+    // 2^31 - 1 entries of two units or more each (264 columns are one pair of 256-long tiles).
+    assert_eq!(pick(&GemmOp::new(1, 520, 8).batched(i32::MAX as usize, 0, 0, 520), 132), None);
     // Shapes `validate` refuses, and a device without SMs.
     assert_eq!(pick(&GemmOp::new(1 << 40, 1 << 40, 8), 132), None);
     assert_eq!(pick(&GemmOp::new(64, 64, 7), 132), None);
@@ -453,6 +453,29 @@ fn the_issue_sweep_keeps_its_measured_plans() {
         let sk = s.schedule(&op.shape_args(), 132 / s.cluster).unwrap();
         assert_eq!(sk.splits(), splits, "{m}x{n}x{k}: {sk:?}");
     }
+}
+
+#[test]
+fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
+    let why = |m, n, k| {
+        let (s, rule) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        (s.name, rule)
+    };
+    // A few hundred rows of M as the tile's 128 columns, N along its 256 rows (H100, forced,
+    // 2026-12-06: 855×9024×8704 0.958× cuBLAS against 0.885× for wide tiles split, 836×15360×5120
+    // 0.932× against 0.893×, 634×13824×5120 0.990× against 0.944×, 835×59136×8192 0.925× against
+    // 0.873×); the transposed calls take it row-major.
+    for (m, n, k) in [(855, 9024, 8704), (836, 15360, 5120), (634, 13824, 5120), (835, 59136, 8192)] {
+        assert_eq!(why(m, n, k), ("hopper_v7_tall_kk_cm", None), "{m}x{n}x{k}");
+    }
+    assert_eq!(why(9024, 855, 8704), ("hopper_v7_tall_kk", None));
+    // Split, it gives way to whole waves priced within 5%.
+    assert_eq!(why(881, 16384, 4096), ("hopper_v7_mid_kk_cm", Some(Rule::TallSplit)));
+    assert_eq!(why(592, 7424, 11520), ("hopper_v7_midtrim_kk_cm", Some(Rule::TallSplit)));
+    // One column of tall tiles (M ≤ 128) is left to the tiles for small M.
+    assert_eq!(why(117, 35840, 5120).0, "hopper_v7_lean_kk");
+    assert_eq!(why(128, 16384, 8192).0, "hopper_v7_slim_kk");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-// A consumer warpgroup: 64 rows of each tile. Its staging of C (two buffers, one TMA store in
+// A consumer warpgroup: `T::BLOCKS` blocks of 64 rows of each tile. Its staging of C (two buffers, one TMA store in
 // flight), the K loop's MMAs, the stream-K hand-over of partial sums, then the epilogue
 // (`epilogue.rs`). Written out in `gemm`'s body (`include!`, see `kernel.rs`).
 {
@@ -11,6 +11,8 @@
     let (warp, lane) = ((tid % 128) / 32, tid % 32);
     let staging = |buf: u32| Staging(base + smem_plan.c + (2 * c + buf) * C_BOX.bytes());
     let mut acc = T::Acc::zeroed();
+    // The second block's accumulator (`Tile::BLOCKS`); unused, and gone, where there is one.
+    let mut acc1 = T::Acc::zeroed();
     let mut read = PipelineState::<STAGES>::new();
     let mut c_phase = 0;
     // Boxes staged so far, across tiles: the two buffers must alternate box after box even
@@ -35,14 +37,15 @@
         bar::sync(1 + c, 128);
         buf
     };
-    // Store the staged box whose first column is the tile's column `first`, of the tile at
-    // (m0, n0, z), through TMA once every thread's writes are visible to it.
-    let tma_store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
+    // Store the staged box whose first column is the tile's column `first`, of the block whose
+    // first row is r0 in the tile at (·, n0, z), through TMA once every thread's writes are
+    // visible to it.
+    let tma_store_staged = |buf: Staging, first: u32, (r0, n0, z): (u32, u32, i32)| {
         fence::proxy_async_shared_cta();
         bar::sync(1 + c, 128);
         // The box's place in C's map: x along C's contiguous dimension.
         // (Wrapping: a held gated tile's origin sits two boxes before its first column.)
-        let (x, y) = if c_col { (m0 + 64 * c, n0.wrapping_add(first)) } else { (n0.wrapping_add(first), m0 + 64 * c) };
+        let (x, y) = if c_col { (r0, n0.wrapping_add(first)) } else { (n0.wrapping_add(first), r0) };
         if leader {
             if x < tma_columns {
                 tma::store_3d(map_c, x as i32, y as i32, z, buf.0);
@@ -54,13 +57,13 @@
     };
     // The same, by the warpgroup's threads where TMA writes none of C, for the epilogue that
     // scales (no tile is held then, and neither v6's epilogue nor the K loop has this code).
-    let store_staged = |buf: Staging, first: u32, (m0, n0, z): (u32, u32, i32)| {
+    let store_staged = |buf: Staging, first: u32, (r0, n0, z): (u32, u32, i32)| {
         if threads_store {
             bar::sync(1 + c, 128);
             let width = (T::BN - first).min(C_BOX.inner);
-            Output::new(args, z as u32).store_box(buf, warp, lane, m0 + 64 * c, n0 + first, width);
+            Output::new(args, z as u32).store_box(buf, warp, lane, r0, n0 + first, width);
         } else {
-            tma_store_staged(buf, first, (m0, n0, z));
+            tma_store_staged(buf, first, (r0, n0, z));
         }
     };
     // Stage the held tile's next box and store it (v6's epilogue, one box).
@@ -94,17 +97,25 @@
             wgmma::fence();
             let (a_stage, b_stage) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
             for k in 0..BK / 16 {
-                let a = if a_mn {
-                    SmemDesc::mn_major_128b(a_stage + c * a_box.bytes() + 2048 * k, a_box.bytes())
-                } else {
-                    SmemDesc::k_major_128b(a_stage + c * 64 * 128).advance(32 * k)
+                // A's rows of block `h` of this consumer.
+                let a = |h: u32| {
+                    let block = c * T::BLOCKS + h;
+                    if a_mn {
+                        SmemDesc::mn_major_128b(a_stage + block * a_box.bytes() + 2048 * k, a_box.bytes())
+                    } else {
+                        SmemDesc::k_major_128b(a_stage + block * 64 * 128).advance(32 * k)
+                    }
                 };
                 let b = if b_mn {
                     SmemDesc::mn_major_128b(b_stage + 2048 * k, b_box.bytes())
                 } else {
                     SmemDesc::k_major_128b(b_stage).advance(32 * k)
                 };
-                acc.mma_async::<TRANS_A, TRANS_B>(a, b, (kb != work.kb_begin || k != 0) as u32);
+                let scale_d = (kb != work.kb_begin || k != 0) as u32;
+                acc.mma_async::<TRANS_A, TRANS_B>(a(0), b, scale_d);
+                if T::BLOCKS > 1 {
+                    acc1.mma_async::<TRANS_A, TRANS_B>(a(1), b, scale_d);
+                }
             }
             wgmma::commit_group();
             // The previous slice's MMAs have retired: its stage may be refilled. (Its stage is
@@ -112,6 +123,9 @@
             // and so are the addresses of the releases.)
             let prev = PipelineState::<STAGES>::stage_before(s);
             acc.wait_group::<1>();
+            if T::BLOCKS > 1 {
+                acc1.wait_group::<1>();
+            }
             for cta in 0..T::CLUSTER {
                 mbarrier::arrive_cluster_if(empty(prev), cta, leader && kb > work.kb_begin);
             }
@@ -127,6 +141,9 @@
             stage_held(&held, held_at, &mut pending, &mut boxes);
         }
         acc.wait_group::<0>();
+        if T::BLOCKS > 1 {
+            acc1.wait_group::<0>();
+        }
         let last = PipelineState::<STAGES>::stage_before(read.stage);
         // K = 0 (C = beta·C) consumed no slice, so it releases none: a release here would be
         // a phase of an `empty` barrier that no load matches, which the producer's tail could
@@ -140,11 +157,15 @@
             // the sum for the one that finishes it (`wait_from` is this worker here).
             let slot = partial(work.wait_from);
             acc.st_global_pairs(slot.sums);
+            if T::BLOCKS > 1 {
+                acc1.st_global_pairs(slot.sums + block_partial_bytes::<T>() as u64);
+            }
             bar::sync(1 + c, 128);
             if leader {
                 slot.publish();
             }
             acc = T::Acc::zeroed();
+            acc1 = T::Acc::zeroed();
             continue;
         }
         // The earlier K blocks' sums, in worker order (the result does not depend on timing).
@@ -155,14 +176,27 @@
             }
             bar::sync(1 + c, 128);
             acc.add_ld_global_cg_pairs(slot.sums);
+            if T::BLOCKS > 1 {
+                acc1.add_ld_global_cg_pairs(slot.sums + block_partial_bytes::<T>() as u64);
+            }
             if leader {
                 slot.clear();
             }
         }
 
+        // Block `rb` of the tile's 64-row blocks, with its accumulator in `acc`.
+        let rb = c * T::BLOCKS;
         include!("epilogue.rs");
+        if T::BLOCKS > 1 {
+            // The second block stored as the first was: moved into its registers, so that the
+            // epilogue reads constant registers of one accumulator.
+            acc = acc1;
+            let rb = rb + 1;
+            include!("epilogue.rs");
+        }
         // The next tile's first MMA ignores the accumulator; fresh values let the old ones die.
         acc = T::Acc::zeroed();
+        acc1 = T::Acc::zeroed();
     }
     while T::HOLD && pending > 0 {
         stage_held(&held, held_at, &mut pending, &mut boxes);

@@ -85,6 +85,8 @@ entries! {
     hopper_v7_narrow16_kk_cm: Tile64x16, K, K, ColMajorC;
     hopper_v7_narrow96_kk: Tile64x96, K, K, RowMajorC;
     hopper_v7_narrow96_kk_cm: Tile64x96, K, K, ColMajorC;
+    hopper_v7_tall_kk: Tile256x128, K, K, RowMajorC;
+    hopper_v7_tall_kk_cm: Tile256x128, K, K, ColMajorC;
     hopper_v7_twin80_kk: Tile128x80, K, K, RowMajorC;
     hopper_v7_twin80_kk_cm: Tile128x80, K, K, ColMajorC;
     hopper_v7_twin96_kk: Tile128x96, K, K, RowMajorC;

@@ -19,7 +19,9 @@
         // The thread's place read anew (`b32_opaque`): offsets from it, computed once before
         // the tile loop, would be held through the K loop.
         let t = crate::ptx::mov::b32_opaque(tid);
-        let (row0, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32) + (t % 32) / 4, n0 + 2 * (t % 4));
+        // This block's first row: consumer t / 128 - 1, block rb % BLOCKS of its own.
+        let block_row = m0 + 64 * ((t / 128 - 1) * T::BLOCKS + rb % T::BLOCKS);
+        let (row0, col0) = (block_row + 16 * ((t % 128) / 32) + (t % 32) / 4, n0 + 2 * (t % 4));
         fused.pre_activation(&mut acc, row0, col0, t % 32);
         // Whether pair p takes the activation, indexed by the parities of its 8-column block
         // and of its row half: every pair, or a gated call's gates (blocks 2b along N, rows
@@ -52,7 +54,7 @@
             held = <T::Held as Held<T::Acc>>::pack_gated(&acc);
             // Box j of the held tile goes to column held_at.1 + 64·j: the last two, where the
             // output sits, to n0 / 2 onwards (wrapping, as `tma_store_staged` adds).
-            held_at = (m0, (n0 / 2).wrapping_sub(T::BN / 2), z);
+            held_at = (m0 + 64 * rb, (n0 / 2).wrapping_sub(T::BN / 2), z);
             pending = T::BN / 2 / C_BOX.inner;
         } else {
             // Gate and up blocks of 8 alternate along N (along M: rows r and r + 8 of each 16-row
@@ -64,7 +66,8 @@
             // As above, the thread's place read anew.
             let t = crate::ptx::mov::b32_opaque(tid);
             let lane = t % 32;
-            let (slice, col0) = (m0 + 64 * (t / 128 - 1) + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
+            let block_row = m0 + 64 * ((t / 128 - 1) * T::BLOCKS + rb % T::BLOCKS);
+            let (slice, col0) = (block_row + 16 * ((t % 128) / 32), n0 + 2 * (lane % 4));
             let emit = |orow: u32, ocol: u32, (g_lo, g_hi): (f32, f32), (u_lo, u_hi): (f32, f32)| {
                 let (mut lo, mut hi) = (g_lo * u_lo, g_hi * u_hi);
                 if args.beta != 0.0 {
@@ -109,18 +112,18 @@
                     C::store_pair(buf, 16 * warp + lane / 4 + 8 * (p % 2), col % C_BOX.inner, cvt::rn_bf16x2_f32(lo, hi));
                 }
             });
-            tma_store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+            tma_store_staged(buf, j * C_BOX.inner, (m0 + 64 * rb, n0, z));
         }
         if shifted_boxes > 0 {
             let buf = next_staging(&mut boxes);
             stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
-            tma_store_staged(buf, T::BN - C_BOX.inner, (m0, n0, z));
+            tma_store_staged(buf, T::BN - C_BOX.inner, (m0 + 64 * rb, n0, z));
         }
         if T::HOLD {
             // The rest waits for the next piece's first slices (the 128×256 tile: the whole
             // tile; below the edge columns, which are stored from `acc`).
             held = <T::Held as Held<T::Acc>>::pack(&acc);
-            held_at = (m0, n0, z);
+            held_at = (m0 + 64 * rb, n0, z);
             pending = held_boxes;
         }
     } else {
@@ -128,7 +131,7 @@
         // box are contiguous, so a box starts at pair 16j and ends at pair 16j + 15 —
         // constants once unrolled, which keeps the pass straight-line and lets each pair's
         // registers die as soon as it is staged.
-        let (row0, scale_c) = (m0 + 64 * c, args.beta != 0.0);
+        let (row0, scale_c) = (m0 + 64 * rb, args.beta != 0.0);
         let pairs_per_box = C_BOX.inner / 4;
         acc.for_each_pair(|p, lo, hi| {
             let j = p / pairs_per_box;
@@ -181,7 +184,7 @@
             // shifted here, but part full: such a tile takes one column of tiles with
             // alpha and beta, `KernelSpec::shifted_last_box`).
             if p % pairs_per_box == pairs_per_box - 1 || p == T::BN / 4 - 1 {
-                store_staged(buf, j * C_BOX.inner, (m0, n0, z));
+                store_staged(buf, j * C_BOX.inner, (m0 + 64 * rb, n0, z));
             }
         });
         boxes += T::BN.div_ceil(C_BOX.inner);
@@ -196,7 +199,7 @@
         // that merely reaches past N.
         let out = Output::new(args, z as u32);
         acc.for_each_pair(|p, lo, hi| {
-            let (row, col) = (m0 + 64 * c + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
+            let (row, col) = (m0 + 64 * rb + 16 * warp + lane / 4 + 8 * (p % 2), n0 + 8 * (p / 2) + 2 * (lane % 4));
             if col >= tma_columns {
                 let (mut lo, mut hi) = (alpha * lo, alpha * hi);
                 if args.beta != 0.0 {

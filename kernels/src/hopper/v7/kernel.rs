@@ -8,7 +8,7 @@
 //! the code into files of its own was to change nothing of the measured kernel.
 
 use super::held::Held;
-use super::{a_box, b_box, partial_bytes, smem, spec, Tile, BK, C_BOX, SPAN};
+use super::{a_box, b_box, block_partial_bytes, partial_bytes, smem, spec, Tile, BK, C_BOX, SPAN};
 use crate::desc::wgmma::SmemDesc;
 use crate::ptx::wgmma::Fragment;
 

@@ -3,9 +3,10 @@
 //!
 //! v6's design is kept (persistent 2-CTA clusters, a producer warpgroup and one or two consumer
 //! warpgroups with `setmaxnreg`, a TMA-store epilogue) and generalised:
-//! - **Tile shapes** ([`tiles`]): fifteen, from 128×256 down to 64×16, in pairs along M that
+//! - **Tile shapes** ([`tiles`]): sixteen, from 128×256 down to 64×16, in pairs along M that
 //!   share B or along N that share A; C written column-major (`_cm`) lets a small M be a tile's
-//!   columns.
+//!   columns. The 256×128 tile gives each consumer two 64-row blocks (`Tile::BLOCKS`), each its
+//!   own accumulator and `wgmma` per K step, stored one after the other.
 //! - **Edge maps**: a share of rows that crosses M (N) loads through a second map whose box ends
 //!   there, and shares past it load nothing ([`crate::spec::KernelSpec::a_edge_box`]).
 //! - **Stream-K** ([`crate::sched::StreamK`]): the host's split of the last waves' K blocks, the
@@ -27,11 +28,11 @@
 //! producer     : per unit: [stream-K: wait for the wave before] → per K slice:
 //!                wait(empty[s]) → expect_tx(full[s]) → TMA A, B (the shared one multicast)
 //!                at the end: wait(empty[s]) for every stage, then exit
-//! consumers    : per K slice: wait(full[s]) → 4 × wgmma → wait_group 1 → release s-1 in both CTAs
+//! consumers    : per K slice: wait(full[s]) → 4 × wgmma per block → wait_group 1 → release s-1 in both CTAs
 //!                [held tile: stage and store one box of it]
 //!                unfinished piece: partial sum → workspace; finishing: add the earlier ones
 //!                [fused: alpha·acc + bias → act, in registers; gated: act(gate)·up → st.global]
-//!                per 64-column box: [beta: TMA load C] → scale → st.shared → TMA store
+//!                per block, per 64-column box: [beta: TMA load C] → scale → st.shared → TMA store
 //! ```
 //!
 //! Measured at 8192³, paired with cuBLAS in one process: on an H200, 692 TFLOP/s, 1.028× cuBLAS
@@ -81,9 +82,14 @@ const fn smem<T: Tile>() -> SmemPlan {
     SmemPlan::new(T::STAGES, T::BM * BK * 2, T::BN * BK * 2, T::CONSUMERS * 2 * C_BOX.bytes(), 2 * T::STAGES + T::CONSUMERS)
 }
 
-/// One CTA's f32 partial tile in the stream-K workspace: each consumer's 64 × `BN` fragment.
+/// One CTA's f32 partial tile in the stream-K workspace: each consumer's 64 × `BN` fragments.
 const fn partial_bytes<T: Tile>() -> u32 {
-    T::CONSUMERS * 64 * T::BN * 4
+    T::CONSUMERS * T::BLOCKS * block_partial_bytes::<T>()
+}
+
+/// One block's 64 × `BN` fragment in the stream-K workspace (a consumer's next block follows it).
+const fn block_partial_bytes<T: Tile>() -> u32 {
+    64 * T::BN * 4
 }
 
 /// The spec of the entry that runs tile `T` with A and B MN-major or not and C column-major or
@@ -123,4 +129,24 @@ const fn spec<T: Tile>(name: &'static str, a_mn: bool, b_mn: bool, c_col: bool) 
     assert!(a_mn || s.a_box.outer == s.a_share_rows(), "A's box is not a CTA's share of A");
     assert!(b_mn || s.b_box.outer == s.b_share_rows(), "B's box is not a CTA's share of B");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tall_tile_gives_each_consumer_two_blocks() {
+        let tall = VARIANTS.iter().find(|s| s.name == "hopper_v7_tall_kk_cm").unwrap();
+        assert_eq!((tall.tile_m, tall.tile_n, tall.threads, tall.cluster), (256, 128, 384, 2));
+        // Each CTA loads its own 256 rows of A in one box (TMA's largest) and half the pair's B.
+        assert_eq!((tall.a_box.outer, tall.b_box.outer, tall.a_share_rows(), tall.b_share_rows()), (256, 64, 256, 64));
+        // The workspace holds both blocks of both consumers, the second block after the first.
+        assert_eq!(partial_bytes::<Tile256x128>(), 2 * 2 * block_partial_bytes::<Tile256x128>());
+        assert_eq!(tall.stream_k.unwrap().partial_bytes, 256 * 128 * 4);
+        // Four stages of 48 KiB beside the staging boxes fit in an H100's 227 KiB.
+        assert!(tall.smem_bytes <= 227 * 1024, "{}", tall.smem_bytes);
+        // One-block tiles keep 64 rows a consumer.
+        assert_eq!(SPEC.tile_m, 64 * (SPEC.threads / 128 - 1));
+    }
 }

@@ -7,18 +7,23 @@ use super::held::Held;
 #[cfg(hopper)]
 use crate::ptx::wgmma::Fragment;
 
-/// A CTA tile shape: `BM` × `BN` with each consumer warpgroup holding 64 × `BN`.
+/// A CTA tile shape: `BM` × `BN` with each consumer warpgroup holding `BLOCKS` blocks of
+/// 64 × `BN`.
 pub trait Tile {
-    /// Consumer warpgroups; each holds 64 rows of the tile.
+    /// Consumer warpgroups; each holds `BLOCKS` × 64 rows of the tile.
     const CONSUMERS: u32;
-    const BM: u32 = 64 * Self::CONSUMERS;
+    /// 64-row blocks per consumer, each its own accumulator and `wgmma` per K step. Two make a
+    /// tile 256 long with two consumers: four consumers of one block would need more registers
+    /// than 640 threads are given (docs/performance.md, "Warp specialisation and registers").
+    const BLOCKS: u32 = 1;
+    const BM: u32 = 64 * Self::CONSUMERS * Self::BLOCKS;
     const BN: u32;
     /// CTAs per cluster, stacked along M; they split B and multicast it (unless `ALONG_N`).
     const CLUSTER: u32;
     /// The cluster's CTAs sit side by side along N instead, and split A and multicast it.
     const ALONG_N: bool = false;
     const STAGES: u32;
-    /// Each consumer's 64 × `BN` accumulator; its `wgmma` is the tile's MMA.
+    /// Each consumer's 64 × `BN` accumulator (one per block); its `wgmma` is the tile's MMA.
     #[cfg(hopper)]
     type Acc: Fragment;
     /// A finished tile waits in registers as packed bf16 (`Tile::Held`) and is staged box by
@@ -82,6 +87,11 @@ pub struct Tile64x96;
 /// for N of 129–160 at large M, where A is the operand read from DRAM and B stays in L2
 /// (cuBLAS's `nvjet_sm90_tst_80x128_64x8_2x1` at 8192×160×8192).
 pub struct Tile128x80;
+/// `tall`, 4 stages, two consumers of two blocks each: 256 × 128, in pairs along M that share
+/// B. Written column-major (`_cm`), its 256 rows lie along the call's N, so that a few hundred
+/// rows of M take half as many tiles along N as the 128-long tiles do (cuBLAS's 256-long tiles
+/// on such calls, docs/shapes.md).
+pub struct Tile256x128;
 /// `twin96`, 6 stages: [`Tile128x80`] 96 wide, for N of 161–192.
 pub struct Tile128x96;
 /// `twin112`, 6 stages: [`Tile128x80`] 112 wide, for N of 193–224.
@@ -269,6 +279,18 @@ impl Tile for Tile128x112 {
     const STAGES: u32 = 6;
     #[cfg(hopper)]
     type Acc = [f32; 56];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile256x128 {
+    const CONSUMERS: u32 = 2;
+    const BLOCKS: u32 = 2;
+    const BN: u32 = 128;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    #[cfg(hopper)]
+    type Acc = [f32; 64];
     #[cfg(hopper)]
     type Held = ();
 }
