@@ -76,16 +76,15 @@ pub fn choose_why<'a>(
     sms: u32,
 ) -> Option<(&'a KernelSpec, Option<Rule>)> {
     let candidates: Vec<Priced<'a>> = price(kernels, op, sms).filter(|c| c.eligible).collect();
-    let (best, rule) = pick(&candidates)?;
+    let (best, rule) = pick(candidates.iter().copied())?;
     // The tall tile split runs no faster than whole waves priced up to 4% above it: what `auto`
     // picks without the tall tile, where it runs whole and is priced within `TALL_SPLIT`, takes
     // the call (H100, forced, 2026-12-06: 592×7424×11520 and 881×16384×4096 whole 1.00× and
     // 1.05× the tall tile split's speed, priced 3.3% and 3.7% above it; where whole waves were
     // priced 6.7–19% above, the tall tile split ran 4–6% faster).
-    if best.tall_split {
-        let others: Vec<Priced<'a>> = candidates.iter().copied().filter(|c| !c.tall).collect();
-        if let Some((other, _)) =
-            pick(&others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
+    if best.tall && !best.whole {
+        let others = candidates.iter().copied().filter(|c| !c.tall);
+        if let Some((other, _)) = pick(others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
         {
             return Some((other.spec, Some(Rule::TallSplit)));
         }
@@ -94,7 +93,7 @@ pub fn choose_why<'a>(
 }
 
 /// [`choose_why`]'s pick among `candidates` (eligible, priced), but for the tall tile's rule.
-fn pick<'a>(candidates: &[Priced<'a>]) -> Option<(Priced<'a>, Option<Rule>)> {
+fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>, Option<Rule>)> {
     // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
     // pairs and the cheapest whole twin pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
@@ -110,7 +109,7 @@ fn pick<'a>(candidates: &[Priced<'a>]) -> Option<(Priced<'a>, Option<Rule>)> {
         _ => Some(c),
     };
     let (best, best_whole, square_whole, one_row_twin_whole) =
-        candidates.iter().copied().fold((None, None, None, None), |(best, whole, square, twin), c| {
+        candidates.fold((None, None, None, None), |(best, whole, square, twin), c| {
             let square = if c.whole && c.square { cheaper(square, c) } else { square };
             let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
             (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
@@ -174,8 +173,6 @@ pub struct Priced<'a> {
     thin_square_split: bool,
     /// The tall tile.
     tall: bool,
-    /// The tall tile split.
-    tall_split: bool,
     /// Square pairs.
     square: bool,
     /// Its tiles make one column (N within a tile, in its form) and at most one wave.
@@ -277,6 +274,7 @@ pub fn price<'a, 'b>(
         let twins_share_the_smaller_operand = kop.m < kop.n;
         let tile_columns = columns_of_tiles(s, &kop);
         let square = (s.tile_m, s.tile_n) == SQUARE;
+        let tall = (s.tile_m, s.tile_n) == TALL;
         let one_row_twin = one_row_of_twins(s, &kop);
         let columns = match tile_columns {
             _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
@@ -288,7 +286,7 @@ pub fn price<'a, 'b>(
             // Where one column of tall tiles covers the call (a small M, in its form), the
             // narrow, lean and slim tiles stream the other operand faster (H100, forced,
             // 2026-12-06: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×).
-            1 if (s.tile_m, s.tile_n) == TALL => false,
+            1 if tall => false,
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -309,8 +307,7 @@ pub fn price<'a, 'b>(
             twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            tall: (s.tile_m, s.tile_n) == TALL,
-            tall_split: (s.tile_m, s.tile_n) == TALL && sched.is_some_and(|sk| !whole(&sk)),
+            tall,
             square,
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,

@@ -1,6 +1,6 @@
-// A consumer warpgroup: `T::BLOCKS` blocks of 64 rows of each tile. Its staging of C (two buffers, one TMA store in
-// flight), the K loop's MMAs, the stream-K hand-over of partial sums, then the epilogue
-// (`epilogue.rs`). Written out in `gemm`'s body (`include!`, see `kernel.rs`).
+// A consumer warpgroup: `T::BLOCKS` blocks of 64 rows of each tile. Its staging of C (two
+// buffers, one TMA store in flight), the K loop's MMAs, the stream-K hand-over of partial sums,
+// then the epilogue (`epilogue.rs`). Written out in `gemm`'s body (`include!`, see `kernel.rs`).
 {
     // `c` and each slice's stage are the same in every lane; broadcasting them from lane 0
     // tells ptxas so. It then computes the `wgmma` descriptors in uniform registers, which
