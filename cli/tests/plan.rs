@@ -289,9 +289,10 @@ fn plan_takes_the_family_and_the_call() {
     let row = |text: &str| text.lines().nth(1).unwrap().split_whitespace().map(str::to_string).collect::<Vec<_>>();
     let (ok, text, err) = plan(&["--family", "blackwell", "--shapes", "8192x8192x8192"]);
     assert!(ok, "{err}");
-    // 16 × 32 units of 256×256 on 74 pairs: every SM, whole tiles.
+    // 32 × 32 units of 256×256 on 74 pairs: every SM, 13 whole waves and the 62 units left
+    // dealt out by K (stream-K).
     assert_eq!(row(&text)[..4], ["8192x8192x8192", "blackwell_lib_kk", "148", "2"], "{text}");
-    assert!(text.lines().nth(1).unwrap().ends_with("whole tiles"), "{text}");
+    assert!(text.lines().nth(1).unwrap().ends_with("(962 of 1024 units whole, shares of 108 K blocks)"), "{text}");
     // 304×520 takes 2 × 3 units of 256×256 tiles (36 CTAs for 3 entries) or 2 × 5 of 256×128
     // (60); turned round (C column-major), 520×304 takes 3 × 3 of 256×128 (54): the narrow tile,
     // whose waves are as few and whose tiles half the work.

@@ -79,7 +79,38 @@ fn auto_takes_the_128_wide_tile_where_256_wide_ones_leave_pairs_idle() {
     assert_eq!(name(8192, 128, 8192), "blackwell_lib_n128_kk");
     let spec = auto(&GemmOp::new(1024, 2048, 8192)).unwrap();
     assert_eq!((spec.tile_m, spec.tile_n), (128, 128));
-    assert_eq!(launch_offline(spec, &GemmOp::new(1024, 2048, 8192), 148).unwrap().grid, 128);
+    // Its 64 units on 74 pairs: each split by K over the pairs (stream-K), so that none idles.
+    let s = launch_offline(spec, &GemmOp::new(1024, 2048, 8192), 148).unwrap();
+    assert_eq!(s.grid, 148);
+    assert!(s.split.is_some_and(|sk| sk.units == 64 && sk.dp_units == 0 && sk.workers == 74), "{:?}", s.split);
+}
+
+#[test]
+fn few_tile_long_k_calls_are_split_over_every_pair() {
+    // (call, units of the entry auto takes, whole units before the split part)
+    for (m, n, k, units, dp) in [
+        // A few tiles and a long K: every unit split, every pair busy.
+        (512, 512, 32768, 8, 0),
+        (256, 4096, 16384, 32, 0),
+        // 32 × 32 units on 74 pairs: 13 whole waves, the 62 units left dealt out by K.
+        (8192, 8192, 8192, 1024, 962),
+    ] {
+        let op = GemmOp::new(m, n, k);
+        let spec = auto(&op).unwrap();
+        let s = launch_offline(spec, &op, 148).unwrap();
+        let sk = s.split.unwrap_or_else(|| panic!("{m}x{n}x{k}: not split"));
+        assert_eq!((s.grid, sk.workers, sk.units, sk.dp_units), (148, 74, units, dp), "{m}x{n}x{k}: {sk:?}");
+        // The kernel finds its workspace slots where the host's workspace has them.
+        let ws = hgemm_kernels::sched::Workspace { partial_bytes: spec.stream_k.unwrap().partial_bytes };
+        assert_eq!(spec.stream_k.unwrap().partial_bytes, 128 * spec.tile_n * 4);
+        assert!(ws.bytes(148) >= 148 * 128 * spec.tile_n as u64 * 4);
+        // Forbidden by the call, nothing is split and no more pairs than units are launched.
+        let whole = launch_offline(spec, &op.stream_k(false), 148).unwrap();
+        assert_eq!((whole.split, whole.grid), (None, 2 * units.min(74)), "{m}x{n}x{k}");
+    }
+    // One K block per unit leaves nothing to split.
+    let op = GemmOp::new(256, 512, 64);
+    assert_eq!(launch_offline(auto(&op).unwrap(), &op, 148).unwrap().split, None);
 }
 
 #[test]
@@ -130,12 +161,18 @@ fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
                         assert_eq!(spec.b_share_rows(), spec.tile_n / 2, "{what}");
                         assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, spec.b_share_rows()), "{what}");
                     }
-                    // One row of whole pairs, no more than the device holds or the units need,
-                    // every tile whole (the entry has no stream-K).
+                    // One row of pairs: every pair where the schedule splits units by K (stream-K),
+                    // otherwise no more than the device holds or the units need.
                     let s = launch_offline(spec, &op, sms).unwrap();
                     let units = spec.scheduler(kop.m as u32, kop.n as u32).num_tiles() * batch as u32;
-                    assert_eq!((s.cluster, s.grid_y, s.split), (2, 1, None), "{what}");
-                    assert_eq!(s.grid, 2 * units.min(sms / 2), "{what}");
+                    assert_eq!((s.cluster, s.grid_y), (2, 1), "{what}");
+                    match s.split {
+                        Some(sk) => {
+                            assert_eq!((s.grid, sk.workers, sk.units), (sms, sms / 2, units), "{what}");
+                            assert!(k >= 2 * 64, "{what}: split with {} K blocks", k.div_ceil(64));
+                        }
+                        None => assert_eq!(s.grid, 2 * units.min(sms / 2), "{what}"),
+                    }
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! Epilogue pieces: C in global memory for the stores from registers both families make, and
-//! the partial sums Hopper v7's stream-K hands from one worker to the next.
+//! the partial sums stream-K (Hopper v7, Blackwell's library entry) hands from one worker to the
+//! next.
 use crate::args::GemmArgs;
 use crate::ptx::cvt;
 #[cfg(any(hopper, blackwell, hang_guard))]
@@ -321,18 +322,16 @@ pub fn bf16x2_to_f32(packed: u32) -> (f32, f32) {
 /// meet at their warpgroup barrier, and one thread releases the flag; on the other side one
 /// thread acquires it, and the warpgroup barrier after that lets every thread read.
 ///
-/// Hopper v7's stream-K, and the hang guard's test of a flag nobody publishes (which, in a
-/// Blackwell build, uses only [`Partial::wait`]).
-#[cfg(any(hopper, hang_guard))]
-#[cfg_attr(not(hopper), allow(dead_code))]
+/// Hopper v7's and Blackwell's library entry's stream-K, and the hang guard's test of a flag
+/// nobody publishes.
+#[cfg(any(hopper, blackwell, hang_guard))]
 #[derive(Clone, Copy)]
 pub struct Partial {
     pub sums: u64,
     pub flag: u64,
 }
 
-#[cfg(any(hopper, hang_guard))]
-#[cfg_attr(not(hopper), allow(dead_code))]
+#[cfg(any(hopper, blackwell, hang_guard))]
 impl Partial {
     /// After every thread's stores and a warpgroup barrier: one thread marks the sums ready.
     #[inline(always)]

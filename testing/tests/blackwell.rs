@@ -11,12 +11,20 @@ use hgemm_testing::{self as testing, Cublas};
 /// Every case, with where C starts in its buffer (elements): A, B and C in each storage order;
 /// beta 0 (C not read) and -0.5 (C loaded) with alpha 0.75; one GEMM and a strided batch of 3 with
 /// gaps; shapes of whole 256×256 units, partial tiles in M, N and K, a single tile, several waves
-/// of the 148 SMs, M and N not multiples of 8 (a ragged C, whose last columns or all of which the
-/// threads store), and K = 0; leading dimensions padded past the rows; and views of C that start
+/// of the 148 SMs, a few tiles with a long K (split by K over every pair: stream-K), M and N not
+/// multiples of 8 (a ragged C, whose last columns or all of which the threads store), and K = 0; leading dimensions padded past the rows; and views of C that start
 /// 2 and 8 bytes past a 16-byte boundary (every column stored by the threads).
 fn cases() -> Vec<(String, GemmOp, usize)> {
     let orders = [Layout::RowMajor, Layout::ColMajor];
-    let shapes = [(256, 256, 512), (304, 520, 136), (1, 8, 8), (257, 301, 4104), (2048, 3072, 1024), (520, 264, 0)];
+    let shapes = [
+        (256, 256, 512),
+        (304, 520, 136),
+        (1, 8, 8),
+        (257, 301, 4104),
+        (2048, 3072, 1024),
+        (520, 264, 0),
+        (512, 776, 8192),
+    ];
     let mut cases = Vec::new();
     for &(m, n, k) in &shapes {
         for a in orders {
@@ -100,7 +108,7 @@ fn blackwell_kernels_verify_against_cublas() {
 
 /// The fused calls of the library's suite (`testing::fused_general_cases`): every storage order,
 /// bf16 and f32 biases, every activation, gated units along N and (C column-major) along M,
-/// batches with a bias per entry or one shared, stream-K shapes (whole tiles here), ragged C.
+/// batches with a bias per entry or one shared, stream-K shapes (split by K here too), ragged C.
 fn fused_cases() -> Vec<testing::FusedCase> {
     testing::fused_general_cases()
 }
@@ -159,12 +167,18 @@ fn blackwell_ladder_refuses_fused_epilogues_by_name_and_writes_nothing() {
 fn blackwell_cases_are_calls_a_b200_takes() {
     let kernels: Vec<&hgemm::KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell).collect();
     let cases = cases();
-    assert_eq!(cases.len(), 6 * 32 + 4);
+    assert_eq!(cases.len(), 7 * 32 + 4);
     let mut entries = std::collections::BTreeSet::new();
+    // Calls whose units are split by K over the pairs (stream-K), and of those, with beta.
+    let (mut split, mut split_beta) = (0, 0);
     for (what, op, c_offset) in &cases {
         let spec = hgemm::choose::choose(kernels.iter().copied(), op, 148).unwrap_or_else(|| panic!("{what}"));
         assert!(spec.name.starts_with("blackwell_lib_"), "{what}: {}", spec.name);
         entries.insert(spec.name);
+        if hgemm::plan::launch_offline(spec, op, 148).unwrap().split.is_some() {
+            split += 1;
+            split_beta += (op.beta != 0.0) as u32;
+        }
         let (la, lb, lc) = testing::lengths(op);
         assert_eq!(op.validate(la, lb, lc), Ok(op.m > 0 && op.n > 0), "{what}");
         hgemm::plan::plan(spec, op, 0x10000, 0x20000, 0x30000 + 2 * *c_offset as u64)
@@ -172,15 +186,25 @@ fn blackwell_cases_are_calls_a_b200_takes() {
     }
     // Both widths of every order: the GPU tests reach each entry.
     assert_eq!(entries.len(), hgemm_kernels::blackwell::lib::ENTRIES.len());
+    // Every order, C layout and batch of the long-K shape at least is split.
+    assert!(split >= 32 && split_beta >= 16, "{split} split, {split_beta} with beta");
     // The fused cases too, with their bias buffers.
     let fused = fused_cases();
     assert!(fused.len() >= 10 && fused.iter().all(|c| c.op.fused()));
+    let (mut split, mut split_gated) = (0, 0);
     for case in &fused {
         let spec =
             hgemm::choose::choose(kernels.iter().copied(), &case.op, 148).unwrap_or_else(|| panic!("{}", case.what));
         assert!(spec.name.starts_with("blackwell_lib_"), "{}: {}", case.what, spec.name);
+        if hgemm::plan::launch_offline(spec, &case.op, 148).unwrap().split.is_some() {
+            split += 1;
+            split_gated += case.op.gated as u32;
+        }
         let bias = case.op.bias.map(|ty| (0x40000, ty));
         hgemm::plan::plan_fused(spec, &case.op, 0x10000, 0x20000, bias, 0x30000)
             .unwrap_or_else(|e| panic!("{}: {e}", case.what));
     }
+    // Split fused calls, gated ones among them: the finishing pair adds the sums before the
+    // activation.
+    assert!(split >= 2 && split_gated >= 1, "{split} fused calls split, {split_gated} gated");
 }

@@ -44,6 +44,17 @@ pub fn ld_v4_b32(addr: u64) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// `ld.global.cg.v4.b32 {a, b, c, d}, [addr];` — 16 bytes (`addr` 16-byte aligned), cached in L2
+/// only (§9.7.9.8, `.cg`): data another SM wrote during this kernel (stream-K partial sums).
+#[inline(always)]
+pub fn ld_cg_v4_b32(addr: u64) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ld.global.cg.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) addr, options(nostack, readonly))
+    };
+    [a, b, c, d]
+}
+
 /// `st.global.v4.b32 [addr], {a, b, c, d};` — 16 bytes (`addr` 16-byte aligned) in one access.
 #[inline(always)]
 pub fn st_v4_b32(addr: u64, v: [u32; 4]) {

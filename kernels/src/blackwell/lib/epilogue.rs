@@ -1,13 +1,67 @@
 //! The library entries' epilogue steps ([`super::kernel`]): a box of the accumulator scaled, with
 //! the fused epilogue and beta·C, into its staging box; a box stored or loaded by the threads
-//! where TMA cannot write C; a gated call's box, stored by the threads.
+//! where TMA cannot write C; a gated call's box, stored by the threads; a stream-K piece's
+//! partial sums stored to the workspace, and added by the CTA that finishes the tile.
 
+use super::BM;
 use crate::activation::activate;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::TmemAddr;
 use crate::epilogue::{Fused, GatedOutput, Output};
 use crate::fused::Activation;
+use crate::ptx::global;
 use crate::staging::Staging;
+
+/// Byte offset of the accumulator's (`row`, `col`) in a CTA's partial tile in the stream-K
+/// workspace: four columns of a row in 16 bytes, the 128 rows' chunks of the same columns one
+/// after another, so that a warp's 32 rows (lanes) move 512 contiguous bytes per access.
+const fn partial_offset(row: u32, col: u32) -> u64 {
+    (((col / 4) * BM + row) * 16 + (col % 4) * 4) as u64
+}
+
+/// Store the CTA's `cols` accumulator columns at `acc` (this thread's row, lane
+/// `32·(warp % 4) + lane`) as f32 partial sums to the workspace slot at `slot`.
+#[inline(always)]
+pub(super) fn store_partial(acc: TmemAddr, cols: u32, warp: u32, lane: u32, slot: u64) {
+    use crate::ptx::tcgen05::{self, TmemFragment};
+    let row = 32 * (warp % 4) + lane;
+    for j in 0..cols / 32 {
+        let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * j));
+        r.wait_ld();
+        for q in 0..8 {
+            let chunk = [r[4 * q], r[4 * q + 1], r[4 * q + 2], r[4 * q + 3]];
+            global::st_v4_b32(slot + partial_offset(row, 32 * j + 4 * q as u32), chunk);
+        }
+    }
+}
+
+/// The partial sums a CTA that finishes a split tile adds to its own: `count` slots, the first
+/// at `first`, each `stride` bytes after the one before (the earlier workers' slots, in worker
+/// order, so that the sum does not depend on timing). `count` is 0 for a tile computed whole.
+#[derive(Clone, Copy)]
+pub(super) struct Sums {
+    pub(super) first: u64,
+    pub(super) count: u32,
+    pub(super) stride: u64,
+}
+
+impl Sums {
+    /// Add to the 32 accumulator columns `r` (from the tile's column `col`, this thread's row
+    /// `row`) each slot's sums, one slot after another.
+    #[inline(always)]
+    fn add_to(&self, r: &mut [u32; 32], row: u32, col: u32) {
+        for i in 0..self.count {
+            let slot = self.first + i as u64 * self.stride;
+            for q in 0..8 {
+                let v = global::ld_cg_v4_b32(slot + partial_offset(row, col + 4 * q as u32));
+                for e in 0..4 {
+                    let x = &mut r[4 * q + e];
+                    *x = (f32::from_bits(*x) + f32::from_bits(v[e])).to_bits();
+                }
+            }
+        }
+    }
+}
 
 /// The fused epilogue of a tile ([`crate::fused`]; not gated): its bias and activation, and the
 /// C coordinates of the thread's row and of the box's first column, where the bias is read.
@@ -23,7 +77,7 @@ pub(super) struct TileFused {
 /// `old` is what the staging box holds (C's box, loaded by TMA) if `beta_c`, and write them back
 /// into the box, row `32·(warp % 4) + lane` from the lane of the same number; with `fused`,
 /// `act(alpha·acc + bias) + beta·old`. With `no_acc` (K = 0) the accumulator, never written, is
-/// not read: it counts as zero.
+/// not read: it counts as zero. `sums` are added first, the box's first column the tile's `col`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn stage_scaled(
@@ -35,6 +89,7 @@ pub(super) fn stage_scaled(
     beta_c: bool,
     no_acc: bool,
     fused: Option<TileFused>,
+    (sums, col): (Sums, u32),
 ) {
     use crate::epilogue::bf16x2_to_f32;
     use crate::ptx::{
@@ -45,6 +100,7 @@ pub(super) fn stage_scaled(
     for half in 0..2 {
         let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
         r.wait_ld();
+        sums.add_to(&mut r, row, col + 32 * half);
         let mut packed = [0u32; 16];
         r.for_each_pair(|p, lo, hi| {
             // A select, not a product: stale tensor memory may hold NaN.
@@ -102,7 +158,8 @@ pub(super) fn load_box(out: &Output, staging: Staging, warp: u32, lane: u32, row
 /// stored by the thread itself (the output is half as wide, or tall, as the tile). Gate and up
 /// blocks of 8 alternate along N: each thread holds both of each output's values. Along M (an
 /// entry computing Cᵀ) they are rows r and r + 8 of each 16-row slice, lanes `l` and `l ^ 8` of
-/// the warp: the up lanes hand their values to the gate lanes, which store.
+/// the warp: the up lanes hand their values to the gate lanes, which store. `sums` are added
+/// first, the box's first column the tile's `col`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn gated_box(
@@ -115,6 +172,7 @@ pub(super) fn gated_box(
     out: &GatedOutput,
     row: u32,
     col0: u32,
+    (sums, col): (Sums, u32),
 ) {
     use crate::ptx::{
         shfl,
@@ -132,6 +190,7 @@ pub(super) fn gated_box(
     for half in 0..2 {
         let mut r = tcgen05::ld_32x32b_x32(acc.offset(32 * (warp % 4), 32 * half));
         r.wait_ld();
+        sums.add_to(&mut r, 32 * (warp % 4) + lane, col + 32 * half);
         let first = col0 + 32 * half;
         // The pre-activation `alpha·acc + bias` of pair `p` (columns `first + 2p` and the next).
         let pre = |p: u32, lo: f32, hi: f32| {

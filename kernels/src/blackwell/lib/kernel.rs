@@ -1,13 +1,14 @@
 //! The body of every library entry ([`super::entries`]): v6's three roles, with the loads of
-//! either storage order, the batch entry as the maps' third coordinate, and an epilogue that
-//! scales by alpha and adds beta·C.
+//! either storage order, the batch entry as the maps' third coordinate, the host's stream-K
+//! schedule walked by every role in step, and an epilogue that scales by alpha and adds beta·C.
 
-use super::epilogue::{TileFused, gated_box, load_box, stage_scaled, store_box};
+use super::epilogue::{Sums, TileFused, gated_box, load_box, stage_scaled, store_box, store_partial};
 use super::*;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::{SmemDesc, TmemAddr};
-use crate::epilogue::{Fused, GatedOutput, Output};
+use crate::epilogue::{Fused, GatedOutput, Output, Partial};
 use crate::ptx::tma::TensorMap;
+use crate::sched::{StreamK, Workspace};
 use crate::staging::{Staging, holds_columns_past_tma};
 
 /// The kernel for tile `(BN, STAGES)` ([`WIDE`], [`HALF`]): `A_MN`/`B_MN` say whether A is
@@ -38,13 +39,32 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     let this = spec("", (BN, STAGES), A_MN, B_MN);
     let sched = this.scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
-    let units = tiles * args.batch;
     // Unit `u` is tile `u % tiles` of batch entry `u / tiles`; this CTA's rows of it.
     let origin = |unit: u32| {
         let (tm, tn) = sched.tile(unit % tiles);
         (tm * BM * CLUSTER + rank * BM, tn * BN, (unit / tiles) as i32)
     };
-    let (first_unit, units_step) = (sreg::clusterid_x(), sreg::nclusterid_x());
+    // Each pair is a worker of the host's schedule; without a workspace the host has forbidden
+    // splitting, and the pairs take whole units in turn.
+    let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
+    let nk = args.k.div_ceil(BK);
+    let sk = match args.workspace {
+        0 => StreamK::whole(tiles * args.batch, nk, workers),
+        _ => StreamK { units: tiles * args.batch, num_kb: nk, workers, dp_units: args.dp_units, share: args.share },
+    };
+    let ws = Workspace { partial_bytes: partial_bytes(BN) };
+    // This CTA's partial-sum slot as worker `w` (its rank in the pair).
+    let partial = |w: u32| {
+        let cta = w * CLUSTER + rank;
+        Partial { sums: args.workspace + ws.partial(cta), flag: args.workspace + ws.flag(cta, 0) }
+    };
+    // The earlier workers' flags of a unit this worker finished, cleared for the next launch
+    // once their sums are read (each is read once).
+    let clear_flags = |from: u32| {
+        for w in from..worker {
+            partial(w).clear();
+        }
+    };
 
     if tid == 0 {
         for map in maps {
@@ -74,15 +94,15 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     tcgen05::fence_after_thread_sync();
     let tmem = TmemAddr(smem::ld_b32(base + smem_plan.tmem_slot));
 
-    let nk = args.k.div_ceil(BK);
     if warp == 0 && lane == 0 {
         let mut st = PipelineState::<STAGES>::producer();
-        let mut unit = first_unit;
-        while unit < units {
-            let (m0, n0, z) = origin(unit);
+        for work in sk.walk(worker) {
+            let (m0, n0, z) = origin(work.unit);
             // This CTA's rows of B: the pair MMA reads each CTA's half of the N tile.
             let nb = n0 + rank * b_share;
-            for kb in 0..nk {
+            for i in work.kb_begin..work.kb_end {
+                // The MMAs count slices, not K: they do not see the order.
+                let kb = if work.k_descending { work.kb_begin + work.kb_end - 1 - i } else { i };
                 mbarrier::wait(empty(st.stage), st.phase);
                 let s = st.stage;
                 let k = (kb * BK) as i32;
@@ -107,7 +127,6 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 }
                 st.advance();
             }
-            unit += units_step;
         }
         // Wait for the last release of every stage, so no commit arrival is still on its way to
         // this CTA's barriers when it exits (CUTLASS's producer tail does the same); here they
@@ -120,19 +139,19 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
         let idesc = idesc(A_MN, B_MN, BN);
         let mut st = PipelineState::<STAGES>::new();
         let mut acc = PipelineState::<ACC_STAGES>::producer();
-        let mut unit = first_unit;
-        while unit < units {
+        for work in sk.walk(worker) {
             mbarrier::wait(epilogue(acc.stage), acc.phase);
             tcgen05::fence_after_thread_sync();
             let d = tmem.offset(0, acc.stage * BN);
-            for kb in 0..nk {
+            for kb in work.kb_begin..work.kb_end {
                 mbarrier::wait(full(st.stage), st.phase);
                 tcgen05::fence_after_thread_sync();
                 let s = st.stage;
                 for k in 0..BK / 16 {
                     let a = SmemDesc::slice_128b(base + smem_plan.a_stage(s), A_MN, a_box.bytes(), k);
                     let b = SmemDesc::slice_128b(base + smem_plan.b_stage(s), B_MN, b_box.bytes(), k);
-                    tcgen05::mma_f16_ss::<CLUSTER>(d, a, b, idesc, (kb + k != 0) as u32);
+                    let accumulate = (kb != work.kb_begin || k != 0) as u32;
+                    tcgen05::mma_f16_ss::<CLUSTER>(d, a, b, idesc, accumulate);
                 }
                 tcgen05::commit_multicast::<CLUSTER>(empty(s), PAIR_MASK);
                 st.advance();
@@ -141,7 +160,6 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
             // no accumulator.
             tcgen05::commit_multicast::<CLUSTER>(mainloop(acc.stage), PAIR_MASK);
             acc.advance();
-            unit += units_step;
         }
     } else if warp >= EPILOGUE_WARP0 {
         let issuer = tid == EPILOGUE_WARP0 * 32;
@@ -152,9 +170,8 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
         let tma_columns = args.tma_store_columns(args.n);
         let mut acc = PipelineState::<ACC_STAGES>::new();
         let mut c_phase = 0;
-        let mut unit = first_unit;
-        while unit < units {
-            let (m0, n0, z) = origin(unit);
+        for work in sk.walk(worker) {
+            let (m0, n0, z) = origin(work.unit);
             let out = Output::new(args, z as u32);
             // The fused epilogue (bias, activation), where the call has one: read per tile.
             let epi = crate::fused::Epilogue(crate::ptx::mov::b32_opaque(args.epilogue.0));
@@ -167,21 +184,52 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
             mbarrier::wait(mainloop(acc.stage), acc.phase);
             tcgen05::fence_after_thread_sync();
 
+            if !work.finishes {
+                // The start of a unit a later pair finishes: its sums go to this CTA's slot, the
+                // accumulator is released, and one thread marks the sums ready.
+                let slot = partial(work.wait_from);
+                store_partial(tmem.offset(0, acc.stage * BN), BN, warp, lane, slot.sums);
+                tcgen05::fence_before_thread_sync();
+                bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+                if issuer {
+                    slot.publish();
+                    mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                }
+                acc.advance();
+                continue;
+            }
+            // The earlier pairs' sums of a split unit, added in worker order: their slots are
+            // ready once one thread has seen each flag and the warps have met after it.
+            let earlier = worker - work.wait_from;
+            if earlier > 0 {
+                if issuer {
+                    for from in work.wait_from..worker {
+                        partial(from).wait();
+                    }
+                }
+                bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
+            }
+            let sums = Sums {
+                first: partial(work.wait_from).sums,
+                count: earlier,
+                stride: (CLUSTER * ws.partial_bytes) as u64,
+            };
+
             if let Some(t) = fused.filter(|_| epi.is_gated()) {
                 // Gated: the threads store the half-wide output; neither staging box nor C's map
                 // is used.
                 let g = GatedOutput::new(args, epi, z as u32, false);
                 for j in 0..BN / BOX_COLS {
                     let cols = tmem.offset(0, acc.stage * BN + j * BOX_COLS);
-                    gated_box(cols, warp, lane, args, nk == 0, t, &g, t.row, n0 + j * BOX_COLS);
+                    gated_box(cols, warp, lane, args, nk == 0, t, &g, t.row, n0 + j * BOX_COLS, (sums, j * BOX_COLS));
                 }
                 tcgen05::fence_before_thread_sync();
                 bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
                 if issuer {
                     mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                    clear_flags(work.wait_from);
                 }
                 acc.advance();
-                unit += units_step;
                 continue;
             }
             // BN / BOX_COLS is even, so box j % 2 also alternates from one tile to the next.
@@ -216,7 +264,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 }
                 let cols = tmem.offset(0, acc.stage * BN + j * BOX_COLS);
                 let fused = fused.map(|t| TileFused { col0: x as u32, ..t });
-                stage_scaled(cols, staging, warp, lane, args, beta_c, nk == 0, fused);
+                stage_scaled(cols, staging, warp, lane, args, beta_c, nk == 0, fused, (sums, j * BOX_COLS));
                 // The staged bytes are read by the TMA engine (async proxy); the accumulator is
                 // released after its last columns are read.
                 fence::proxy_async_shared_cta();
@@ -236,11 +284,11 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                     tma::commit_group();
                     if last {
                         mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                        clear_flags(work.wait_from);
                     }
                 }
             }
             acc.advance();
-            unit += units_step;
         }
         if issuer {
             tma::wait_group::<0>();

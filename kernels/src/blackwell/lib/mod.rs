@@ -30,16 +30,24 @@
 //!   `act(gate)·up + beta·C` stored by the threads, gate and up blocks of 8 along N (rows r and
 //!   r + 8 along M, handed between lanes by a shuffle).
 //!
-//! No stream-K: every tile is computed whole.
+//! - **Stream-K** ([`crate::sched::StreamK`], as Hopper v7's): the host's split of the last
+//!   waves' K blocks over the pairs, so that calls of few tiles and a long K keep every SM busy.
+//!   A pair that starts a unit another finishes stores each CTA's f32 sums to its workspace slot
+//!   and releases a flag; the finishing pair waits for the earlier pairs' flags and adds their
+//!   sums, in worker order, before its epilogue (`epilogue::Sums`). Unlike Hopper's, no
+//!   rendezvous keeps the whole waves in step.
 //!
 //! ```text
-//! warp 0, t0 (both)  : for unit, kb: wait(empty[s]) → arrive_expect_tx(rank 0's full[s])
+//! warp 0, t0 (both)  : for work (unit, K blocks): wait(empty[s]) → arrive_expect_tx(rank 0's full[s])
 //!                        → TMA A (1 K-major box or 2 MN-major), B (the same), into the pair's barrier
-//! warp 1, t0 (rank 0): for unit: wait(epilogue[a]) → for kb: wait(full[s]) → 4 × mma → commit(empty[s])
+//! warp 1, t0 (rank 0): for work: wait(epilogue[a]) → for kb: wait(full[s]) → 4 × mma → commit(empty[s])
 //!                        commit multicast(mainloop[a]) ─┐
-//! warps 4–7 (both)   : for unit: wait(mainloop[a]) ◄────┘
+//! warps 4–7 (both)   : for work: wait(mainloop[a]) ◄────┘
+//!                        unfinished piece: tcgen05.ld → st.global (slot) → barrier → t0: release flag,
+//!                          arrive on rank 0's epilogue[a]; next work
+//!                        finishing a split unit: t0 acquires the earlier pairs' flags → barrier
 //!                        for j in 0..4: t0: wait_group.read 1 → [beta: t0 TMA-loads C's box, all wait]
-//!                          → tcgen05.ld → alpha·acc (+ beta·C) → bf16 → st.shared → fence → barrier
+//!                          → tcgen05.ld (+ earlier sums) → alpha·acc (+ beta·C) → bf16 → st.shared → fence → barrier
 //!                          → t0: TMA store, commit; (after j = 3) t0 arrives on rank 0's epilogue[a]
 //!                        (a box TMA cannot write: the threads load C for beta and store it, t0
 //!                         commits an empty group)
@@ -58,7 +66,7 @@ mod kernel;
 pub use entries::ENTRIES;
 
 use crate::desc::tcgen05::InstrDesc;
-use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, Swizzle, TmaBox};
+use crate::spec::{Family, Grid, KernelSpec, L2Promotion, Major, SmemPlan, StreamKSpec, Swizzle, TmaBox};
 use crate::staging::BOX_COLS;
 
 /// Rows of C per CTA (each CTA's half of the pair MMA's M = 256).
@@ -102,6 +110,11 @@ const fn tmem_cols(bn: u32) -> u32 {
     ACC_STAGES * bn
 }
 
+/// One CTA's f32 partial tile in the stream-K workspace: its 128 rows × `bn` accumulator.
+const fn partial_bytes(bn: u32) -> u32 {
+    BM * bn * 4
+}
+
 /// Barriers: `full[s]` and `empty[s]` per stage, `mainloop[a]` and `epilogue[a]` per
 /// accumulator, then `c_load`, on which the epilogue waits for a box of C (beta ≠ 0).
 const fn smem(bn: u32, stages: u32) -> SmemPlan {
@@ -136,7 +149,7 @@ const fn spec(name: &'static str, (bn, stages): (u32, u32), a_mn: bool, b_mn: bo
         name,
         family: Family::Blackwell,
         version: 7,
-        adds: "the library's entry: either storage order, batches, alpha/beta, partial tiles",
+        adds: "the library's entry: either storage order, batches, alpha/beta, partial tiles, stream-K",
         tile_m: BM,
         tile_n: bn,
         group_m: 16,
@@ -153,7 +166,7 @@ const fn spec(name: &'static str, (bn, stages): (u32, u32), a_mn: bool, b_mn: bo
         general: true,
         edge_maps: false,
         c_col_major: false,
-        stream_k: None,
+        stream_k: Some(StreamKSpec { block_k: BK, partial_bytes: partial_bytes(bn), spread: false }),
         dependent_launch: false,
         holds_tile: false,
     }
@@ -181,7 +194,10 @@ mod tests {
         for s in ENTRIES {
             assert!(s.name.starts_with("blackwell_lib_"), "{}", s.name);
             assert_eq!((s.family, s.general, s.c_col_major, s.edge_maps), (Family::Blackwell, true, false, false));
-            assert!(s.stream_k.is_none() && !s.dependent_launch, "{}", s.name);
+            assert!(!s.dependent_launch, "{}", s.name);
+            // Stream-K: K slices as deep as the stages', each CTA's whole accumulator a slot.
+            let sk = s.stream_k.unwrap();
+            assert_eq!((sk.block_k, sk.partial_bytes, sk.spread), (BK, BM * s.tile_n * 4, false), "{}", s.name);
         }
     }
 
