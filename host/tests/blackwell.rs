@@ -63,6 +63,10 @@ fn blackwell_devices_run_the_blackwell_entries() {
             "blackwell_lib_n128_kmn",
             "blackwell_lib_n128_mnk",
             "blackwell_lib_n128_mnmn",
+            "blackwell_lib_single_kk",
+            "blackwell_lib_single_kmn",
+            "blackwell_lib_single_mnk",
+            "blackwell_lib_single_mnmn",
         ]
     );
 }
@@ -83,6 +87,30 @@ fn auto_takes_the_128_wide_tile_where_256_wide_ones_leave_pairs_idle() {
     let s = launch_offline(spec, &GemmOp::new(1024, 2048, 8192), 148).unwrap();
     assert_eq!(s.grid, 148);
     assert!(s.split.is_some_and(|sk| sk.units == 64 && sk.dp_units == 0 && sk.workers == 74), "{:?}", s.split);
+}
+
+#[test]
+fn calls_of_a_few_rows_take_single_ctas() {
+    // At most 128 rows: a pair's second CTA would compute rows past M only. One CTA a tile, each
+    // SM a worker of its own (148 on a B200), split by K where the units are fewer.
+    for (m, n, k) in [(1, 4096, 4096), (16, 8192, 8192), (64, 14336, 4096), (128, 4096, 16384)] {
+        let op = GemmOp::new(m, n, k);
+        let spec = auto(&op).unwrap();
+        assert_eq!((spec.name, spec.cluster, spec.tile_m, spec.tile_n), ("blackwell_lib_single_kk", 1, 128, 128));
+        let s = launch_offline(spec, &op, 148).unwrap();
+        let units = n.div_ceil(128) as u32;
+        assert_eq!(s.cluster, 1);
+        match s.split {
+            Some(sk) => assert_eq!((s.grid, sk.workers, sk.units), (148, 148, units), "{m}x{n}x{k}"),
+            None => assert_eq!(s.grid, units.min(148), "{m}x{n}x{k}"),
+        }
+    }
+    // The same with C column-major: the entry computes Cᵀ, whose rows are the call's N.
+    let op = GemmOp::new(4096, 32, 4096).c(Layout::ColMajor, 4096);
+    assert_eq!(auto(&op).unwrap().name, "blackwell_lib_single_kk");
+    // 129 rows and more take pairs, which share B.
+    assert_eq!(auto(&GemmOp::new(129, 4096, 4096)).unwrap().cluster, 2);
+    assert_eq!(auto(&GemmOp::new(2048, 2048, 2048)).unwrap().cluster, 2);
 }
 
 #[test]
@@ -157,21 +185,22 @@ fn auto_takes_every_order_c_layout_beta_batch_and_partial_tile() {
                         assert_eq!(p.maps[0].address, if swapped { 0x20000 } else { 0x10000 }, "{what}");
                         let mn_box = |major: Major, rows: u32| if major == Major::MN { [64, 64] } else { [64, rows] };
                         assert_eq!(p.maps[0].box_dims[..2], mn_box(spec.a_major, 128), "{what}");
-                        // Each CTA of the pair loads its share of B: half the tile's columns.
-                        assert_eq!(spec.b_share_rows(), spec.tile_n / 2, "{what}");
+                        // Each CTA of a pair loads its share of B: half the tile's columns.
+                        assert_eq!(spec.b_share_rows(), spec.tile_n / spec.cluster, "{what}");
                         assert_eq!(p.maps[1].box_dims[..2], mn_box(spec.b_major, spec.b_share_rows()), "{what}");
                     }
-                    // One row of pairs: every pair where the schedule splits units by K (stream-K),
-                    // otherwise no more than the device holds or the units need.
+                    // One row of pairs (or single CTAs): every one where the schedule splits units
+                    // by K (stream-K), otherwise no more than the device holds or the units need.
                     let s = launch_offline(spec, &op, sms).unwrap();
                     let units = spec.scheduler(kop.m as u32, kop.n as u32).num_tiles() * batch as u32;
-                    assert_eq!((s.cluster, s.grid_y), (2, 1), "{what}");
+                    let g = spec.cluster;
+                    assert_eq!((s.cluster, s.grid_y), (g, 1), "{what}");
                     match s.split {
                         Some(sk) => {
-                            assert_eq!((s.grid, sk.workers, sk.units), (sms, sms / 2, units), "{what}");
+                            assert_eq!((s.grid, sk.workers, sk.units), (sms, sms / g, units), "{what}");
                             assert!(k >= 2 * 64, "{what}: split with {} K blocks", k.div_ceil(64));
                         }
-                        None => assert_eq!(s.grid, 2 * units.min(sms / 2), "{what}"),
+                        None => assert_eq!(s.grid, g * units.min(sms / g), "{what}"),
                     }
                 }
             }

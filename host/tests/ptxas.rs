@@ -350,18 +350,19 @@ fn tensor_ceilings_are_their_tiles_mmas_alone() {
     }
 }
 
-/// Blackwell's library entries (`blackwell_lib_*`), one per tile width and pair of storage
-/// orders, assemble for sm_100a and sm_103a without a warning, stack or spill (checked for every
-/// kernel in `table`), and their code is what each is meant to be: the pair MMA (UTCHMMA) with
-/// the instruction descriptor of its orders and width, the operands' TMA loads to the pair's
-/// barrier (`.cta_group::2`), a plain TMA load (C's box, for beta) and TMA stores.
+/// Blackwell's library entries (`blackwell_lib_*`), one per tile and pair of storage orders,
+/// assemble for sm_100a and sm_103a without a warning, stack or spill (checked for every kernel
+/// in `table`), and their code is what each is meant to be: the pair MMA (UTCHMMA.2CTA), or the
+/// single CTA's (UTCHMMA, no `.cta_group::2` anywhere), with the instruction descriptor of its
+/// orders and width, a pair's operand loads to the pair's barrier (`.cta_group::2`), a plain TMA
+/// load (C's box, for beta) and TMA stores.
 #[test]
 fn blackwell_library_entries_hold_their_mmas_and_tma() {
     use hgemm_kernels::desc::tcgen05::InstrDesc;
     use hgemm_kernels::spec::Major;
     let text = ptx::all().into_iter().find(|(f, _)| *f == Family::Blackwell).unwrap().1;
     let entries = hgemm_kernels::blackwell::lib::ENTRIES;
-    assert_eq!(entries.len(), 8);
+    assert_eq!(entries.len(), 12);
     for &arch in ptx::ptxas_archs(Family::Blackwell) {
         let asm = assemble(Family::Blackwell, text, arch);
         assert!(asm.warnings.is_empty(), "ptxas -arch {arch} warned:\n{}", asm.warnings.join("\n"));
@@ -390,9 +391,14 @@ fn blackwell_library_entries_hold_their_mmas_and_tma() {
             let at =
                 sass.find(&format!("Function : {}\n", spec.name)).unwrap_or_else(|| panic!("{} on {arch}", spec.name));
             let body = &sass[at..at + 1 + sass[at + 1..].find("Function : ").unwrap_or(sass.len() - at - 1)];
-            // The pair MMA, the operands' loads to the pair's barrier, C's plain load and store.
-            assert!(body.contains("UTCHMMA.2CTA"), "{} on {arch}: no UTCHMMA.2CTA", spec.name);
-            assert!(body.contains("UTMALDG.3D.2CTA"), "{} on {arch}: no UTMALDG.3D.2CTA", spec.name);
+            // The pair MMA and the operands' loads to the pair's barrier, or a single CTA's MMA
+            // and loads; C's plain load and store.
+            if spec.cluster == 2 {
+                assert!(body.contains("UTCHMMA.2CTA"), "{} on {arch}: no UTCHMMA.2CTA", spec.name);
+                assert!(body.contains("UTMALDG.3D.2CTA"), "{} on {arch}: no UTMALDG.3D.2CTA", spec.name);
+            } else {
+                assert!(body.contains("UTCHMMA") && !body.contains("2CTA"), "{} on {arch}: not one CTA's", spec.name);
+            }
             assert!(body.contains("UTMALDG.3D ["), "{} on {arch}: no plain UTMALDG.3D (C for beta)", spec.name);
             assert!(body.contains("UTMASTG.3D"), "{} on {arch}: no UTMASTG.3D", spec.name);
         }
@@ -400,9 +406,17 @@ fn blackwell_library_entries_hold_their_mmas_and_tma() {
     for spec in entries {
         let body = entry_body(text, spec.name);
         let (a_mn, b_mn) = (spec.a_major == Major::MN, spec.b_major == Major::MN);
-        // The instruction descriptor of its orders and width, as an immediate (M = 256).
-        let idesc = InstrDesc::bf16_f32_major(256, spec.tile_n, a_mn, b_mn).0;
+        // The instruction descriptor of its orders and width, as an immediate (M = 256 a pair's,
+        // 128 a single CTA's).
+        let idesc = InstrDesc::bf16_f32_major(128 * spec.cluster, spec.tile_n, a_mn, b_mn).0;
         assert!(body.contains(&idesc.to_string()), "{}: instruction descriptor {idesc:#x} missing", spec.name);
+        assert!(body.contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"), "{}", spec.name);
+        if spec.cluster == 1 {
+            assert!(!body.contains("cta_group::2"), "{}", spec.name);
+            assert_eq!(body.matches("tcgen05.mma.cta_group::1.kind::f16").count() % 4, 0, "{}", spec.name);
+            assert!(body.contains("tcgen05.mma.cta_group::1.kind::f16"), "{}", spec.name);
+            continue;
+        }
         // One operand load per K-major operand and one per 64 rows of a CTA's share of an
         // MN-major one, in each copy of the loop.
         let pair_loads = body.matches("complete_tx::bytes.cta_group::2 [").count() as u32;
@@ -410,7 +424,6 @@ fn blackwell_library_entries_hold_their_mmas_and_tma() {
         let per_slice = loads(a_mn, spec.a_share_rows()) + loads(b_mn, spec.b_share_rows());
         assert!(pair_loads > 0 && pair_loads.is_multiple_of(per_slice), "{}: {pair_loads} pair loads", spec.name);
         assert_eq!(body.matches("tcgen05.mma.cta_group::2.kind::f16").count() % 4, 0, "{}", spec.name);
-        assert!(body.contains("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"), "{}", spec.name);
     }
 }
 

@@ -11,9 +11,11 @@ use hgemm_testing::{self as testing, Cublas};
 /// Every case, with where C starts in its buffer (elements): A, B and C in each storage order;
 /// beta 0 (C not read) and -0.5 (C loaded) with alpha 0.75; one GEMM and a strided batch of 3 with
 /// gaps; shapes of whole 256×256 units, partial tiles in M, N and K, a single tile, several waves
-/// of the 148 SMs, a few tiles with a long K (split by K over every pair: stream-K), M and N not
-/// multiples of 8 (a ragged C, whose last columns or all of which the threads store), and K = 0; leading dimensions padded past the rows; and views of C that start
-/// 2 and 8 bytes past a 16-byte boundary (every column stored by the threads).
+/// of the 148 SMs, a few tiles with a long K (split by K over every pair: stream-K), a few rows
+/// (single CTAs, split by K over every SM), M and N not multiples of 8 (a ragged C, whose last
+/// columns or all of which the threads store), and K = 0; leading dimensions padded past the
+/// rows; and views of C that start 2 and 8 bytes past a 16-byte boundary (every column stored by
+/// the threads).
 fn cases() -> Vec<(String, GemmOp, usize)> {
     let orders = [Layout::RowMajor, Layout::ColMajor];
     let shapes = [
@@ -24,6 +26,7 @@ fn cases() -> Vec<(String, GemmOp, usize)> {
         (2048, 3072, 1024),
         (520, 264, 0),
         (512, 776, 8192),
+        (32, 2056, 4096),
     ];
     let mut cases = Vec::new();
     for &(m, n, k) in &shapes {
@@ -167,7 +170,7 @@ fn blackwell_ladder_refuses_fused_epilogues_by_name_and_writes_nothing() {
 fn blackwell_cases_are_calls_a_b200_takes() {
     let kernels: Vec<&hgemm::KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == Family::Blackwell).collect();
     let cases = cases();
-    assert_eq!(cases.len(), 7 * 32 + 4);
+    assert_eq!(cases.len(), 8 * 32 + 4);
     let mut entries = std::collections::BTreeSet::new();
     // Calls whose units are split by K over the pairs (stream-K), and of those, with beta.
     let (mut split, mut split_beta) = (0, 0);

@@ -9,7 +9,7 @@ use crate::spec::KernelSpec;
 macro_rules! entries {
     ($($name:ident: $tile:ident, $a:ident, $b:ident;)*) => {
         /// Every entry: A and B K-major first (C = A·Bᵀ, both row-major), then the other orders;
-        /// the 256-wide tile's, then the 128-wide one's.
+        /// the 256-wide pair's, the 128-wide pair's, then the single CTA's.
         pub const ENTRIES: &[KernelSpec] = &[$(spec(stringify!($name), super::$tile, entries!(@mn $a), entries!(@mn $b))),*];
         $(
             #[cfg(blackwell)]
@@ -25,7 +25,7 @@ macro_rules! entries {
                     crate::tensor_map_param!($name, 1),
                     crate::tensor_map_param!($name, 2),
                 ];
-                super::kernel::gemm::<{ super::$tile.0 }, { super::$tile.1 }, { entries!(@mn $a) }, { entries!(@mn $b) }>(maps, &args);
+                super::kernel::gemm::<{ super::$tile.0 }, { super::$tile.1 }, { super::$tile.2 }, { entries!(@mn $a) }, { entries!(@mn $b) }>(maps, &args);
             }
         )*
     };
@@ -33,7 +33,7 @@ macro_rules! entries {
     (@mn MN) => { true };
 }
 
-// name: tile (`WIDE`, `HALF`), A, B (K- or MN-major).
+// name: tile (`WIDE`, `HALF`, `SINGLE`), A, B (K- or MN-major).
 entries! {
     blackwell_lib_kk: WIDE, K, K;
     blackwell_lib_kmn: WIDE, K, MN;
@@ -43,4 +43,8 @@ entries! {
     blackwell_lib_n128_kmn: HALF, K, MN;
     blackwell_lib_n128_mnk: HALF, MN, K;
     blackwell_lib_n128_mnmn: HALF, MN, MN;
+    blackwell_lib_single_kk: SINGLE, K, K;
+    blackwell_lib_single_kmn: SINGLE, K, MN;
+    blackwell_lib_single_mnk: SINGLE, MN, K;
+    blackwell_lib_single_mnmn: SINGLE, MN, MN;
 }

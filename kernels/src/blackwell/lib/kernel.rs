@@ -11,10 +11,11 @@ use crate::ptx::tma::TensorMap;
 use crate::sched::{StreamK, Workspace};
 use crate::staging::{Staging, holds_columns_past_tma};
 
-/// The kernel for tile `(BN, STAGES)` ([`WIDE`], [`HALF`]): `A_MN`/`B_MN` say whether A is
-/// M-major and B N-major.
+/// The kernel for tile `(BN, STAGES, G)` ([`WIDE`], [`HALF`], [`SINGLE`]): `A_MN`/`B_MN` say
+/// whether A is M-major and B N-major. `G` is the MMA's CTA group: 2, a pair whose rank 0 issues
+/// MMAs of M = 256 for both and takes every arrival on its own barriers; 1, one CTA on its own.
 #[inline(always)]
-pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_MN: bool>(
+pub(super) fn gemm<const BN: u32, const STAGES: u32, const G: u32, const A_MN: bool, const B_MN: bool>(
     maps: [TensorMap; 3],
     args: &GemmArgs,
 ) {
@@ -23,8 +24,8 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     use crate::ptx::{bar, cluster, fence, smem, sreg, tcgen05, tma};
 
     let [map_a, map_b, map_c] = maps;
-    const { assert!(BN.is_multiple_of(C_BUFFERS * BOX_COLS)) };
-    let (b_share, smem_plan) = (b_share(BN), smem(BN, STAGES));
+    const { assert!(BN.is_multiple_of(C_BUFFERS * BOX_COLS) && (G == 1 || G == 2)) };
+    let (b_share, smem_plan) = (b_share(BN, G), smem(BN, STAGES, G));
     let (a_box, b_box) = (operand_box(A_MN, BM), operand_box(B_MN, b_share));
     let base = smem::base();
     let full = |s: u32| Barrier::at(base + smem_plan.barrier(0), s);
@@ -36,15 +37,15 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     let (warp, lane) = (tid / 32, tid % 32);
     let rank = sreg::cluster_ctarank();
 
-    let this = spec("", (BN, STAGES), A_MN, B_MN);
+    let this = spec("", (BN, STAGES, G), A_MN, B_MN);
     let sched = this.scheduler(args.m, args.n);
     let tiles = sched.num_tiles();
     // Unit `u` is tile `u % tiles` of batch entry `u / tiles`; this CTA's rows of it.
     let origin = |unit: u32| {
         let (tm, tn) = sched.tile(unit % tiles);
-        (tm * BM * CLUSTER + rank * BM, tn * BN, (unit / tiles) as i32)
+        (tm * BM * G + rank * BM, tn * BN, (unit / tiles) as i32)
     };
-    // Each pair is a worker of the host's schedule; without a workspace the host has forbidden
+    // Each pair (or single CTA) is a worker of the host's schedule; without a workspace the host has forbidden
     // splitting, and the pairs take whole units in turn.
     let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
     let nk = args.k.div_ceil(BK);
@@ -55,7 +56,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     let ws = Workspace { partial_bytes: partial_bytes(BN) };
     // This CTA's partial-sum slot as worker `w` (its rank in the pair).
     let partial = |w: u32| {
-        let cta = w * CLUSTER + rank;
+        let cta = w * G + rank;
         Partial { sums: args.workspace + ws.partial(cta), flag: args.workspace + ws.flag(cta, 0) }
     };
     // The earlier workers' flags of a unit this worker finished, cleared for the next launch
@@ -65,32 +66,55 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
             partial(w).clear();
         }
     };
+    // Where the group's MMAs and arrivals meet: a pair's on rank 0's barriers, multicast commits
+    // to both CTAs; a single CTA's on its own, without the cluster forms.
+    let commit = |bar: Barrier| {
+        if G == 2 {
+            tcgen05::commit_multicast::<G>(bar, PAIR_MASK);
+        } else {
+            tcgen05::commit::<G>(bar);
+        }
+    };
+    let release = |bar: Barrier| {
+        if G == 2 {
+            mbarrier::arrive_cluster(bar, 0);
+        } else {
+            mbarrier::arrive(bar);
+        }
+    };
+    let sync_group = || {
+        if G == 2 {
+            cluster::sync();
+        } else {
+            bar::sync_all();
+        }
+    };
 
     if tid == 0 {
         for map in maps {
             tma::prefetch_tensormap(map);
         }
         for s in 0..STAGES {
-            // Both producers arrive on rank 0's full[s]; rank 1's stays unused.
-            mbarrier::init(full(s), CLUSTER);
+            // A pair's producers both arrive on rank 0's full[s]; rank 1's stays unused.
+            mbarrier::init(full(s), G);
             mbarrier::init(empty(s), 1);
         }
         for a in 0..ACC_STAGES {
             mbarrier::init(mainloop(a), 1);
             // One arrival per CTA's epilogue warpgroup, on rank 0's barrier.
-            mbarrier::init(epilogue(a), CLUSTER);
+            mbarrier::init(epilogue(a), G);
         }
         mbarrier::init(c_load, 1);
         fence::mbarrier_init_release_cluster();
     }
     if warp == 1 {
-        tcgen05::alloc::<CLUSTER>(base + smem_plan.tmem_slot, tmem_cols(BN));
-        tcgen05::relinquish_alloc_permit::<CLUSTER>();
+        tcgen05::alloc::<G>(base + smem_plan.tmem_slot, tmem_cols(BN));
+        tcgen05::relinquish_alloc_permit::<G>();
         tcgen05::fence_before_thread_sync();
     }
     // The barrier inits must be visible to the peer before it arrives on them, and the slot is
     // read only after the barrier that follows the allocation.
-    cluster::sync();
+    sync_group();
     tcgen05::fence_after_thread_sync();
     let tmem = TmemAddr(smem::ld_b32(base + smem_plan.tmem_slot));
 
@@ -107,23 +131,33 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 let s = st.stage;
                 let k = (kb * BK) as i32;
                 // Whole boxes, also past M, N or K: TMA writes zeros there and counts their bytes.
-                mbarrier::arrive_expect_tx_relaxed_cluster(full(s), 0, stage_bytes(BN));
-                let load =
-                    |dst: u32, map, x: u32, y: i32| tma::load_3d_cta_group2(dst, map, x as i32, y, z, full(s), 0);
+                let bytes = stage_bytes(BN, G);
+                let load = |dst: u32, map, x: i32, y: i32| {
+                    if G == 2 {
+                        tma::load_3d_cta_group2(dst, map, x, y, z, full(s), 0);
+                    } else {
+                        tma::load_3d(dst, map, x, y, z, full(s));
+                    }
+                };
+                if G == 2 {
+                    mbarrier::arrive_expect_tx_relaxed_cluster(full(s), 0, bytes);
+                } else {
+                    mbarrier::arrive_expect_tx(full(s), bytes);
+                }
                 let (a_dst, b_dst) = (base + smem_plan.a_stage(s), base + smem_plan.b_stage(s));
                 if A_MN {
                     for i in 0..BM / SPAN {
-                        load(a_dst + i * a_box.bytes(), map_a, m0 + i * SPAN, k);
+                        load(a_dst + i * a_box.bytes(), map_a, (m0 + i * SPAN) as i32, k);
                     }
                 } else {
-                    tma::load_3d_cta_group2(a_dst, map_a, k, m0 as i32, z, full(s), 0);
+                    load(a_dst, map_a, k, m0 as i32);
                 }
                 if B_MN {
                     for i in 0..b_share / SPAN {
-                        load(b_dst + i * b_box.bytes(), map_b, nb + i * SPAN, k);
+                        load(b_dst + i * b_box.bytes(), map_b, (nb + i * SPAN) as i32, k);
                     }
                 } else {
-                    tma::load_3d_cta_group2(b_dst, map_b, k, nb as i32, z, full(s), 0);
+                    load(b_dst, map_b, k, nb as i32);
                 }
                 st.advance();
             }
@@ -136,7 +170,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
             st.advance();
         }
     } else if warp == 1 && lane == 0 && rank == 0 {
-        let idesc = idesc(A_MN, B_MN, BN);
+        let idesc = idesc(A_MN, B_MN, BN, G);
         let mut st = PipelineState::<STAGES>::new();
         let mut acc = PipelineState::<ACC_STAGES>::producer();
         for work in sk.walk(worker) {
@@ -151,14 +185,14 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                     let a = SmemDesc::slice_128b(base + smem_plan.a_stage(s), A_MN, a_box.bytes(), k);
                     let b = SmemDesc::slice_128b(base + smem_plan.b_stage(s), B_MN, b_box.bytes(), k);
                     let accumulate = (kb != work.kb_begin || k != 0) as u32;
-                    tcgen05::mma_f16_ss::<CLUSTER>(d, a, b, idesc, accumulate);
+                    tcgen05::mma_f16_ss::<G>(d, a, b, idesc, accumulate);
                 }
-                tcgen05::commit_multicast::<CLUSTER>(empty(s), PAIR_MASK);
+                commit(empty(s));
                 st.advance();
             }
             // With K = 0 no MMA is pending: the commit arrives at once, and the epilogue reads
             // no accumulator.
-            tcgen05::commit_multicast::<CLUSTER>(mainloop(acc.stage), PAIR_MASK);
+            commit(mainloop(acc.stage));
             acc.advance();
         }
     } else if warp >= EPILOGUE_WARP0 {
@@ -193,7 +227,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
                 if issuer {
                     slot.publish();
-                    mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                    release(epilogue(acc.stage));
                 }
                 acc.advance();
                 continue;
@@ -209,11 +243,8 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 }
                 bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
             }
-            let sums = Sums {
-                first: partial(work.wait_from).sums,
-                count: earlier,
-                stride: (CLUSTER * ws.partial_bytes) as u64,
-            };
+            let sums =
+                Sums { first: partial(work.wait_from).sums, count: earlier, stride: (G * ws.partial_bytes) as u64 };
 
             if let Some(t) = fused.filter(|_| epi.is_gated()) {
                 // Gated: the threads store the half-wide output; neither staging box nor C's map
@@ -226,7 +257,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                 tcgen05::fence_before_thread_sync();
                 bar::sync(EPILOGUE_BAR, EPILOGUE_THREADS);
                 if issuer {
-                    mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                    release(epilogue(acc.stage));
                     clear_flags(work.wait_from);
                 }
                 acc.advance();
@@ -283,7 +314,7 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
                     // `wait_group.read 1` above counts on groups alternating between the boxes.
                     tma::commit_group();
                     if last {
-                        mbarrier::arrive_cluster(epilogue(acc.stage), 0);
+                        release(epilogue(acc.stage));
                         clear_flags(work.wait_from);
                     }
                 }
@@ -299,9 +330,9 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const A_MN: bool, const B_M
     // before either frees the pair's columns, and neither exits while the other may still
     // arrive on its barriers.
     tcgen05::fence_before_thread_sync();
-    cluster::sync();
+    sync_group();
     if warp == 1 {
         tcgen05::fence_after_thread_sync();
-        tcgen05::dealloc::<CLUSTER>(tmem, tmem_cols(BN));
+        tcgen05::dealloc::<G>(tmem, tmem_cols(BN));
     }
 }

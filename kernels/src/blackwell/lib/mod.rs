@@ -9,6 +9,10 @@
 //! - **Tile width**: each order also has an entry 128 wide (`blackwell_lib_n128_*`: N = 128
 //!   MMAs, two accumulators in 256 columns, eight stages), for calls that 256-wide tiles cover
 //!   in too few tiles for the SMs ([`WIDE`], [`HALF`]).
+//! - **One CTA** (`blackwell_lib_single_*`, [`SINGLE`]): 128×128 tiles of `cta_group::1` MMAs
+//!   (M = 128), no pair, for calls of at most 128 rows (decode) or columns, where a pair's
+//!   second CTA would compute only rows past M: every SM is a worker of its own, and no MMA is
+//!   more than half empty for M of 65 to 128.
 //! - **Storage order**: an MN-major operand arrives in 64(M or N)×64(K) boxes, two per CTA share,
 //!   read with the instruction descriptor's transpose bits and MN-major shared-memory
 //!   descriptors ([`crate::desc::tcgen05::SmemDesc::mn_major_128b`]). One entry per pair of
@@ -75,9 +79,7 @@ const BM: u32 = 128;
 const BK: u32 = 64;
 /// Width along M or N of an MN-major box: one 128-byte swizzle span.
 const SPAN: u32 = 64;
-/// CTAs per cluster: one CTA pair, `cta_group::2`, stacked along M.
-const CLUSTER: u32 = 2;
-/// Commits arrive in both CTAs of the pair.
+/// Commits of a pair's MMAs arrive in both of its CTAs.
 const PAIR_MASK: u16 = 0b11;
 /// Warp 0 loads, warp 1 issues MMAs, warps 4–7 (the second warpgroup) run the epilogue.
 const THREADS: u32 = 256;
@@ -93,16 +95,19 @@ const C_BOX: TmaBox = TmaBox::new(BOX_COLS, BM, Swizzle::B128);
 /// Staging boxes in shared memory: one being filled while the other is stored.
 const C_BUFFERS: u32 = 2;
 
-/// The tiles the entries run: `BN` columns of C per pair (the pair MMA's N), `STAGES` 64-deep
-/// stages. 256 wide is v6's; 128 wide halves each MMA and the tensor memory it takes, so that
-/// calls whose N (or M, turned round) 256 covers in too few tiles spread over more SMs, with
-/// stages of two thirds the bytes and so more of them.
-pub const WIDE: (u32, u32) = (256, 6);
-pub const HALF: (u32, u32) = (128, 8);
+/// The tiles the entries run: `BN` columns of C per group (the MMA's N), `STAGES` 64-deep
+/// stages, `G` CTAs in the MMA's group (a pair stacked along M, `cta_group::2`, or one CTA,
+/// `cta_group::1`). 256 wide is v6's; 128 wide halves each MMA and the tensor memory it takes,
+/// so that calls whose N (or M, turned round) 256 covers in too few tiles spread over more SMs,
+/// with stages of two thirds the bytes and so more of them. One CTA loads all 128 rows of B
+/// itself: six stages of 32 KiB.
+pub const WIDE: (u32, u32, u32) = (256, 6, 2);
+pub const HALF: (u32, u32, u32) = (128, 8, 2);
+pub const SINGLE: (u32, u32, u32) = (128, 6, 1);
 
-/// Rows of B each CTA of the pair loads: the pair MMA splits N across the two CTAs.
-const fn b_share(bn: u32) -> u32 {
-    bn / CLUSTER
+/// Rows of B each CTA loads: a pair MMA splits N across the two CTAs.
+const fn b_share(bn: u32, g: u32) -> u32 {
+    bn / g
 }
 
 /// f32 accumulator columns: one per output column, per accumulator (all 512 for 256 wide).
@@ -117,13 +122,19 @@ const fn partial_bytes(bn: u32) -> u32 {
 
 /// Barriers: `full[s]` and `empty[s]` per stage, `mainloop[a]` and `epilogue[a]` per
 /// accumulator, then `c_load`, on which the epilogue waits for a box of C (beta ≠ 0).
-const fn smem(bn: u32, stages: u32) -> SmemPlan {
-    SmemPlan::new(stages, BM * BK * 2, b_share(bn) * BK * 2, C_BUFFERS * C_BOX.bytes(), 2 * stages + 2 * ACC_STAGES + 1)
+const fn smem(bn: u32, stages: u32, g: u32) -> SmemPlan {
+    SmemPlan::new(
+        stages,
+        BM * BK * 2,
+        b_share(bn, g) * BK * 2,
+        C_BUFFERS * C_BOX.bytes(),
+        2 * stages + 2 * ACC_STAGES + 1,
+    )
 }
 
 /// Bytes one CTA's loads bring per stage, whatever the orders: its 128 rows of A and its share of B.
-const fn stage_bytes(bn: u32) -> u32 {
-    (BM + b_share(bn)) * BK * 2
+const fn stage_bytes(bn: u32, g: u32) -> u32 {
+    (BM + b_share(bn, g)) * BK * 2
 }
 
 const fn major(mn: bool) -> Major {
@@ -137,14 +148,14 @@ const fn operand_box(mn: bool, rows: u32) -> TmaBox {
     b.promote_l2(L2Promotion::B256)
 }
 
-/// The M = 256, N = `bn` pair MMA's instruction descriptor for A and B in the given orders.
-const fn idesc(a_mn: bool, b_mn: bool, bn: u32) -> InstrDesc {
-    InstrDesc::bf16_f32_major(BM * CLUSTER, bn, a_mn, b_mn)
+/// The instruction descriptor of the M = 128·`g`, N = `bn` MMA for A and B in the given orders.
+const fn idesc(a_mn: bool, b_mn: bool, bn: u32, g: u32) -> InstrDesc {
+    InstrDesc::bf16_f32_major(BM * g, bn, a_mn, b_mn)
 }
 
-/// The spec of the entry that runs tile `(bn, stages)` ([`WIDE`], [`HALF`]) reading A and B
-/// MN-major or not; the kernel reads the same constants.
-const fn spec(name: &'static str, (bn, stages): (u32, u32), a_mn: bool, b_mn: bool) -> KernelSpec {
+/// The spec of the entry that runs tile `(bn, stages, g)` ([`WIDE`], [`HALF`], [`SINGLE`])
+/// reading A and B MN-major or not; the kernel reads the same constants.
+const fn spec(name: &'static str, (bn, stages, g): (u32, u32, u32), a_mn: bool, b_mn: bool) -> KernelSpec {
     KernelSpec {
         name,
         family: Family::Blackwell,
@@ -154,12 +165,12 @@ const fn spec(name: &'static str, (bn, stages): (u32, u32), a_mn: bool, b_mn: bo
         tile_n: bn,
         group_m: 16,
         threads: THREADS,
-        cluster: CLUSTER,
+        cluster: g,
         cluster_along_n: false,
         grid: Grid::Persistent,
-        smem_bytes: smem(bn, stages).bytes,
+        smem_bytes: smem(bn, stages, g).bytes,
         a_box: operand_box(a_mn, BM),
-        b_box: operand_box(b_mn, b_share(bn)),
+        b_box: operand_box(b_mn, b_share(bn, g)),
         c_box: Some(C_BOX),
         a_major: major(a_mn),
         b_major: major(b_mn),
@@ -178,16 +189,24 @@ mod tests {
     use super::*;
 
     /// Every tile an entry runs.
-    const TILES: [(u32, u32); 2] = [WIDE, HALF];
+    const TILES: [(u32, u32, u32); 3] = [WIDE, HALF, SINGLE];
+
+    /// The tile entry `s` runs.
+    fn tile(s: &KernelSpec) -> (u32, u32, u32) {
+        TILES.into_iter().find(|t| (t.0, t.2) == (s.tile_n, s.cluster)).unwrap()
+    }
 
     #[test]
     fn entries_cover_every_order_once() {
-        assert_eq!(ENTRIES.len(), 8);
-        for (bn, _) in TILES {
+        assert_eq!(ENTRIES.len(), 12);
+        for (bn, _, g) in TILES {
             for a in [Major::K, Major::MN] {
                 for b in [Major::K, Major::MN] {
-                    let n = ENTRIES.iter().filter(|s| s.tile_n == bn && s.a_major == a && s.b_major == b).count();
-                    assert_eq!(n, 1, "{bn} {a:?} {b:?}");
+                    let n = ENTRIES
+                        .iter()
+                        .filter(|s| (s.tile_n, s.cluster) == (bn, g) && s.a_major == a && s.b_major == b)
+                        .count();
+                    assert_eq!(n, 1, "{bn} {g} {a:?} {b:?}");
                 }
             }
         }
@@ -204,8 +223,8 @@ mod tests {
     #[test]
     fn boxes_fill_each_stage_exactly() {
         for s in ENTRIES {
-            let (bn, stages) = TILES.into_iter().find(|t| t.0 == s.tile_n).unwrap();
-            let plan = smem(bn, stages);
+            let (bn, stages, g) = tile(s);
+            let plan = smem(bn, stages, g);
             assert_eq!((s.tile_m, s.tile_n, s.smem_bytes), (BM, bn, plan.bytes), "{}", s.name);
             // Each CTA loads its 128 rows of A and its share of B per K slice, in one K-major box
             // or 64-wide MN-major ones: the bytes it announces on the pair's barrier.
@@ -220,11 +239,11 @@ mod tests {
                 }
             };
             let a = pieces(s.a_box, BM, s.a_major) * s.a_box.bytes();
-            let b = pieces(s.b_box, b_share(bn), s.b_major) * s.b_box.bytes();
+            let b = pieces(s.b_box, b_share(bn, g), s.b_major) * s.b_box.bytes();
             assert_eq!((a, b), (plan.a_stage_bytes, plan.b_stage_bytes), "{}", s.name);
-            assert_eq!(a + b, stage_bytes(bn), "{}", s.name);
+            assert_eq!(a + b, stage_bytes(bn, g), "{}", s.name);
             assert_eq!(s.a_share_rows(), BM);
-            assert_eq!(s.b_share_rows(), b_share(bn));
+            assert_eq!(s.b_share_rows(), b_share(bn, g));
             // Stages and staging boxes start on 1024-byte swizzle atoms; MN-major blocks too.
             for st in 0..stages {
                 assert_eq!((plan.a_stage(st) % 1024, plan.b_stage(st) % 1024), (0, 0));
@@ -234,8 +253,8 @@ mod tests {
             assert!(plan.tmem_slot >= plan.barrier(2 * stages + 2 * ACC_STAGES + 1));
             // The epilogue alternates its two staging boxes across tiles: an even count per tile.
             assert!((bn / BOX_COLS).is_multiple_of(C_BUFFERS), "{}", s.name);
-            // `tcgen05.alloc` takes a power of two of at least 32 columns; the pair MMA an N that
-            // is a multiple of 16 up to 256 (PTX ISA §9.7.16.10.1).
+            // `tcgen05.alloc` takes a power of two of at least 32 columns; an MMA of M = 128 or 256
+            // an N that is a multiple of 16 up to 256 (PTX ISA §9.7.16.10.1).
             assert!(tmem_cols(bn).is_power_of_two() && tmem_cols(bn) >= 32 && tmem_cols(bn) <= 512);
             assert!(bn.is_multiple_of(16) && bn <= 256);
         }
@@ -244,12 +263,15 @@ mod tests {
 
     #[test]
     fn instruction_descriptors_follow_the_orders() {
-        for (bn, _) in TILES {
-            assert_eq!(idesc(false, false, bn), InstrDesc::bf16_f32(256, bn));
-            assert_eq!(idesc(true, false, bn).0 & (3 << 15), 1 << 15);
-            assert_eq!(idesc(false, true, bn).0 & (3 << 15), 1 << 16);
-            assert_eq!(idesc(true, true, bn).0 & (3 << 15), 3 << 15);
+        for (bn, _, g) in TILES {
+            assert_eq!(idesc(false, false, bn, g), InstrDesc::bf16_f32(128 * g, bn));
+            assert_eq!(idesc(true, false, bn, g).0 & (3 << 15), 1 << 15);
+            assert_eq!(idesc(false, true, bn, g).0 & (3 << 15), 1 << 16);
+            assert_eq!(idesc(true, true, bn, g).0 & (3 << 15), 3 << 15);
         }
+        // M = 128 (one CTA) is the M field's 8 (M >> 4, bits 24–28), a pair's 256 its 16.
+        assert_eq!((idesc(false, false, 128, 1).0 >> 24) & 0x1f, 8);
+        assert_eq!((idesc(false, false, 128, 2).0 >> 24) & 0x1f, 16);
     }
 
     #[test]
