@@ -25,7 +25,13 @@ macro_rules! entries {
                     crate::tensor_map_param!($name, 1),
                     crate::tensor_map_param!($name, 2),
                 ];
-                super::kernel::gemm::<{ super::$tile.0 }, { super::$tile.1 }, { super::$tile.2 }, { entries!(@mn $a) }, { entries!(@mn $b) }>(maps, &args);
+                super::kernel::gemm::<
+                    { super::$tile.0 },
+                    { super::$tile.1 },
+                    { super::$tile.2 },
+                    { entries!(@mn $a) },
+                    { entries!(@mn $b) },
+                >(maps, &args);
             }
         )*
     };

@@ -45,8 +45,8 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const G: u32, const A_MN: b
         let (tm, tn) = sched.tile(unit % tiles);
         (tm * BM * G + rank * BM, tn * BN, (unit / tiles) as i32)
     };
-    // Each pair (or single CTA) is a worker of the host's schedule; without a workspace the host has forbidden
-    // splitting, and the pairs take whole units in turn.
+    // Each pair (or single CTA) is a worker of the host's schedule; without a workspace the host
+    // has forbidden splitting, and the workers take whole units in turn.
     let (worker, workers) = (sreg::clusterid_x(), sreg::nclusterid_x());
     let nk = args.k.div_ceil(BK);
     let sk = match args.workspace {

@@ -51,7 +51,8 @@
 //!                          arrive on rank 0's epilogue[a]; next work
 //!                        finishing a split unit: t0 acquires the earlier pairs' flags → barrier
 //!                        for j in 0..4: t0: wait_group.read 1 → [beta: t0 TMA-loads C's box, all wait]
-//!                          → tcgen05.ld (+ earlier sums) → alpha·acc (+ beta·C) → bf16 → st.shared → fence → barrier
+//!                          → tcgen05.ld (+ earlier sums) → alpha·acc (+ beta·C) → bf16 → st.shared
+//!                          → fence → barrier
 //!                          → t0: TMA store, commit; (after j = 3) t0 arrives on rank 0's epilogue[a]
 //!                        (a box TMA cannot write: the threads load C for beta and store it, t0
 //!                         commits an empty group)
