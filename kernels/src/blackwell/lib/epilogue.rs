@@ -3,7 +3,7 @@
 //! where TMA cannot write C; a gated call's box, stored by the threads; a stream-K piece's
 //! partial sums stored to the workspace, and added by the CTA that finishes the tile.
 
-use super::BM;
+use super::partial_offset;
 use crate::activation::activate;
 use crate::args::GemmArgs;
 use crate::desc::tcgen05::TmemAddr;
@@ -11,13 +11,6 @@ use crate::epilogue::{Fused, GatedOutput, Output};
 use crate::fused::Activation;
 use crate::ptx::global;
 use crate::staging::Staging;
-
-/// Byte offset of the accumulator's (`row`, `col`) in a CTA's partial tile in the stream-K
-/// workspace: four columns of a row in 16 bytes, the 128 rows' chunks of the same columns one
-/// after another, so that a warp's 32 rows (lanes) move 512 contiguous bytes per access.
-const fn partial_offset(row: u32, col: u32) -> u64 {
-    (((col / 4) * BM + row) * 16 + (col % 4) * 4) as u64
-}
 
 /// Store the CTA's `cols` accumulator columns at `acc` (this thread's row, lane
 /// `32·(warp % 4) + lane`) as f32 partial sums to the workspace slot at `slot`.

@@ -121,6 +121,14 @@ const fn partial_bytes(bn: u32) -> u32 {
     BM * bn * 4
 }
 
+/// Byte offset of the accumulator's (`row`, `col`) in a CTA's partial tile in the stream-K
+/// workspace: four columns of a row in 16 bytes, the 128 rows' chunks of the same columns one
+/// after another, so that a warp's 32 rows (lanes) move 512 contiguous bytes per access.
+#[cfg_attr(not(any(blackwell, test)), allow(dead_code))]
+const fn partial_offset(row: u32, col: u32) -> u64 {
+    (((col / 4) * BM + row) * 16 + (col % 4) * 4) as u64
+}
+
 /// Barriers: `full[s]` and `empty[s]` per stage, `mainloop[a]` and `epilogue[a]` per
 /// accumulator, then `c_load`, on which the epilogue waits for a box of C (beta ≠ 0).
 const fn smem(bn: u32, stages: u32, g: u32) -> SmemPlan {
@@ -260,6 +268,24 @@ mod tests {
             assert!(bn.is_multiple_of(16) && bn <= 256);
         }
         assert_eq!(operand_box(true, BM).bytes() % 1024, 0);
+    }
+
+    #[test]
+    fn partial_sums_fill_each_slot_once_in_whole_chunks() {
+        for (bn, _, _) in TILES {
+            let mut seen = std::vec![false; (partial_bytes(bn) / 4) as usize];
+            for row in 0..BM {
+                for col in 0..bn {
+                    let at = partial_offset(row, col);
+                    // Four columns from a multiple of 4 make one 16-byte store or load.
+                    assert_eq!(at % 16, (col % 4) as u64 * 4);
+                    assert!(!std::mem::replace(&mut seen[(at / 4) as usize], true), "{bn}: ({row}, {col})");
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
+            // A warp's 32 rows of one chunk of columns lie in 512 contiguous bytes.
+            assert_eq!(partial_offset(31, 4) - partial_offset(0, 4), 31 * 16);
+        }
     }
 
     #[test]
