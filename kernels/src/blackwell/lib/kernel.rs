@@ -326,9 +326,9 @@ pub(super) fn gemm<const BN: u32, const STAGES: u32, const G: u32, const A_MN: b
         }
     }
 
-    // Both CTAs have read their accumulators (rank 0's MMAs, which write both, are complete)
-    // before either frees the pair's columns, and neither exits while the other may still
-    // arrive on its barriers.
+    // Every CTA of the group has read its accumulators (a pair's: rank 0's MMAs, which write
+    // both, are complete) before its columns are freed, and neither CTA of a pair exits while
+    // the other may still arrive on its barriers.
     tcgen05::fence_before_thread_sync();
     sync_group();
     if warp == 1 {
