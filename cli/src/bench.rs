@@ -134,8 +134,11 @@ pub fn run(a: &Bench) -> CliResult {
     // Each shape's table as soon as it is measured: a long run (`--llm`) shows its progress.
     let mut rows = Vec::new();
     for &shape in &shapes {
-        let measured = bench_shape(&gemm, &blas, &stream, &contenders, &mut ceiling, shape, samples)?;
+        let (measured, refused) = bench_shape(&gemm, &blas, &stream, &contenders, &mut ceiling, shape, samples)?;
         print_shape(&measured);
+        for (name, why) in &refused {
+            println!("  {name:<16} not run: {why}");
+        }
         std::io::Write::flush(&mut std::io::stdout())?;
         rows.extend(measured);
     }
@@ -153,6 +156,9 @@ pub fn run(a: &Bench) -> CliResult {
     Ok(true)
 }
 
+/// A contender that cannot compute a shape: its name and the library's reason.
+type Refused = (String, String);
+
 fn bench_shape(
     gemm: &Gemm,
     blas: &Cublas,
@@ -161,7 +167,7 @@ fn bench_shape(
     ceiling: &mut Option<testing::Ceiling>,
     (m, n, k): Shape,
     samples: usize,
-) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+) -> Result<(Vec<Row>, Vec<Refused>), Box<dyn std::error::Error>> {
     let set_bytes = 2 * (m * k + n * k + m * n);
     let sets = testing::rotation_sets(gemm.device().l2_bytes, set_bytes);
     let op = hgemm::GemmOp::new(m, n, k);
@@ -172,10 +178,20 @@ fn bench_shape(
     }
     // About 60 ms of timed calls per sample, after about 40 ms of the same contender untimed.
     let (calls, warmup) = testing::sample_calls(m * n * k, set_bytes, 60.0);
+    let mut refused = Vec::new();
     for ct in contenders {
-        // Warm-up, and a first check that each contender runs on this shape at all.
-        run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k))
-            .map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?;
+        // Warm-up, and a first check that each contender runs on this shape at all. A pinned
+        // entry may refuse a call (a TMA store cannot write a ragged C): that is a property of
+        // the entry, not a failure of the run, so it sits this shape out and the table says why.
+        match run_one(gemm, blas, stream, ct, &a, &b, &mut c, &prepared, ceiling, 0, (m, n, k)) {
+            Err(testing::Error::Hgemm(e @ (hgemm::Error::Unsupported { .. } | hgemm::Error::Lacks { .. })))
+                if matches!(ct, Contender::Kernel(_)) =>
+            {
+                refused.push((ct.name(), e.to_string()));
+                continue;
+            }
+            r => r.map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?,
+        }
         if let (Contender::Ceiling(spec), Some(ceiling)) = (ct, ceiling.as_mut()) {
             // Every thread's accumulator is written, finite and not zero: the MMAs ran.
             let sink = ceiling.take_sink(stream)?;
@@ -198,7 +214,7 @@ fn bench_shape(
     // where the contender sits in a row of kernels that draw very different power.
     let mut rows = Vec::new();
     let mut all_cublas = Vec::new();
-    for ct in &contenders[1..] {
+    for ct in contenders[1..].iter().filter(|ct| refused.iter().all(|(name, _)| *name != ct.name())) {
         let (mut theirs, mut ours) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
         for _ in 0..samples {
             theirs.push(sample(&contenders[0])?);
@@ -225,7 +241,7 @@ fn bench_shape(
             vs_cublas: 1.0,
         },
     );
-    Ok(rows)
+    Ok((rows, refused))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -274,17 +290,37 @@ fn print_shape(rows: &[Row]) {
 
 /// Over several shapes: each contender's geometric-mean ratio and its worst shape.
 fn print_summary(rows: &[Row]) {
+    for line in summary(rows) {
+        println!("{line}");
+    }
+}
+
+/// [`print_summary`]'s lines: none for one shape.
+fn summary(rows: &[Row]) -> Vec<String> {
     let shapes: std::collections::BTreeSet<_> = rows.iter().map(|r| r.shape).collect();
-    if shapes.len() > 1 {
-        println!("\nover {} shapes", shapes.len());
-        let names: Vec<&str> = rows.iter().filter(|r| r.shape == rows[0].shape).map(|r| r.name.as_str()).collect();
-        for name in names.iter().skip(1) {
-            let ratios: Vec<f64> = rows.iter().filter(|r| r.name == *name).map(|r| r.vs_cublas).collect();
-            let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-            let worst = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
-            println!("  {name:<16} geomean vs cuBLAS {geo:.3}  worst {worst:.3}");
+    if shapes.len() < 2 {
+        return Vec::new();
+    }
+    let mut lines = vec![format!("\nover {} shapes", shapes.len())];
+    // Every contender in the order it first appears (the first row is the baseline): one that
+    // refused the first shape still has its line, over the shapes it ran.
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.name != rows[0].name) {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
         }
     }
+    for name in names {
+        let ratios: Vec<f64> = rows.iter().filter(|r| r.name == name).map(|r| r.vs_cublas).collect();
+        let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let worst = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
+        let over = match ratios.len() {
+            n if n < shapes.len() => format!("  (ran {n} of {})", shapes.len()),
+            _ => String::new(),
+        };
+        lines.push(format!("  {name:<16} geomean vs cuBLAS {geo:.3}  worst {worst:.3}{over}"));
+    }
+    lines
 }
 
 /// `--json`'s document: the device and a row per shape and contender, times rounded as printed
@@ -423,6 +459,24 @@ mod tests {
         let e = err("8192x8192x8192 hopper_v7\n512x512x512 hopper_v7_wide_mnk\n");
         assert!(e.starts_with("line 2: ") && e.contains("hopper_v7_wide_mnk"), "{e}");
         assert_eq!(err("# nothing\n\n"), "no line names a shape and a kernel");
+    }
+
+    #[test]
+    fn summary_keeps_a_contender_that_refused_the_first_shape() {
+        let at = |shape, name: &str, vs_cublas| Row { shape, name: name.into(), ms: 1.0, tflops: 1.0, vs_cublas };
+        let rows = [
+            at((1, 8, 8), "cuBLAS", 1.0),
+            at((1, 8, 8), "hgemm (auto)", 0.5),
+            at((2, 8, 8), "cuBLAS", 1.0),
+            at((2, 8, 8), "hopper v6", 2.0),
+            at((2, 8, 8), "hgemm (auto)", 2.0),
+        ];
+        let lines = summary(&rows);
+        assert_eq!(lines[0], "\nover 2 shapes");
+        assert!(lines[1].starts_with("  hgemm (auto)") && lines[1].contains("geomean vs cuBLAS 1.000  worst 0.500"));
+        assert!(lines[2].starts_with("  hopper v6") && lines[2].ends_with("worst 2.000  (ran 1 of 2)"));
+        assert_eq!(lines.len(), 3);
+        assert!(summary(&rows[..2]).is_empty());
     }
 
     fn row(name: &str) -> Row {
