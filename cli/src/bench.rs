@@ -178,7 +178,7 @@ fn bench_shape(
     }
     // About 60 ms of timed calls per sample, after about 40 ms of the same contender untimed.
     let (calls, warmup) = testing::sample_calls(m * n * k, set_bytes, 60.0);
-    let mut refused = Vec::new();
+    let (mut ran, mut refused) = (Vec::new(), Vec::new());
     for ct in contenders {
         // Warm-up, and a first check that each contender runs on this shape at all. A pinned
         // entry may refuse a call (a TMA store cannot write a ragged C): that is a property of
@@ -192,6 +192,7 @@ fn bench_shape(
             }
             r => r.map_err(|e| format!("{} on {m}x{n}x{k}: {e}", ct.name()))?,
         }
+        ran.push(ct);
         if let (Contender::Ceiling(spec), Some(ceiling)) = (ct, ceiling.as_mut()) {
             // Every thread's accumulator is written, finite and not zero: the MMAs ran.
             let sink = ceiling.take_sink(stream)?;
@@ -214,7 +215,8 @@ fn bench_shape(
     // where the contender sits in a row of kernels that draw very different power.
     let mut rows = Vec::new();
     let mut all_cublas = Vec::new();
-    for ct in contenders[1..].iter().filter(|ct| refused.iter().all(|(name, _)| *name != ct.name())) {
+    // (cuBLAS, the first, refuses nothing.)
+    for ct in &ran[1..] {
         let (mut theirs, mut ours) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
         for _ in 0..samples {
             theirs.push(sample(&contenders[0])?);
@@ -312,7 +314,7 @@ fn summary(rows: &[Row]) -> Vec<String> {
     }
     for name in names {
         let ratios: Vec<f64> = rows.iter().filter(|r| r.name == name).map(|r| r.vs_cublas).collect();
-        let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let geo = crate::geomean(&ratios);
         let worst = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
         let over = match ratios.len() {
             n if n < shapes.len() => format!("  (ran {n} of {})", shapes.len()),

@@ -132,7 +132,7 @@ pub fn run(a: &Bench) -> CliResult {
     for &way in baselines(mode) {
         let r: Vec<f64> = ratios.iter().filter(|(w, _)| *w == way).map(|(_, r)| *r).collect();
         if !r.is_empty() {
-            let geo = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+            let geo = crate::geomean(&r);
             let min = r.iter().copied().fold(f64::INFINITY, f64::min);
             println!(
                 "{} over hgemm fused: geometric mean {geo:.3}×, lowest {min:.3}× ({} shapes)",

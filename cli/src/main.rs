@@ -48,6 +48,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// The geometric mean of ratios (1 for none), as the summaries of `bench`, `tune` and
+/// `bench --epilogue` print it.
+fn geomean(xs: &[f64]) -> f64 {
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len().max(1) as f64).exp()
+}
+
 /// `hgemm plan --sweep | head` ends the way `cat … | head` does: the Rust runtime ignores SIGPIPE,
 /// so the first `println!` after the reader left would panic with a backtrace; with the signal's
 /// default action the process ends silently instead (POSIX: SIGPIPE is 13 on Linux and macOS,

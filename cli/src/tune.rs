@@ -65,7 +65,7 @@ pub fn run(a: &Tune) -> CliResult {
         gains.push(t.gain());
     }
     let moved = gains.iter().filter(|g| **g != 1.0).count();
-    let geo = (gains.iter().map(|g| g.ln()).sum::<f64>() / gains.len().max(1) as f64).exp();
+    let geo = crate::geomean(&gains);
     println!(
         "{} shapes: {moved} run another kernel than auto's price picks; geometric mean gain {geo:.4}",
         gains.len()
