@@ -480,11 +480,20 @@ impl GemmOp {
             && !self.fused()
     }
 
-    /// Whether the kernels store this call's C with v6's epilogue (alpha = 1, beta = 0, nothing
-    /// fused), the one that shifts a trimmed tile's last staging box
-    /// (`KernelSpec::shifted_last_box`).
+    /// Whether alpha = 1, beta = 0 and nothing is fused: the call as v6's epilogue stores it, and
+    /// as tuning tables key it.
     pub fn plain_epilogue(&self) -> bool {
         self.alpha == 1.0 && self.beta == 0.0 && !self.fused()
+    }
+
+    /// Whether v7 stores this call's tiles so that trimmed tiles may sit side by side
+    /// ([`KernelSpec::takes_one_column`](hgemm_kernels::spec::KernelSpec::takes_one_column)):
+    /// beta = 0, and alpha = 1 or a fused epilogue, whose pass applies alpha in the accumulator
+    /// before v6's epilogue (which shifts the last staging box back) or the gated threads' exact
+    /// stores. Only the epilogue that reads C for beta, or scales by alpha as it stages, stores
+    /// whole boxes past a trimmed tile.
+    pub fn side_by_side_epilogue(&self) -> bool {
+        self.beta == 0.0 && (self.alpha == 1.0 || self.fused())
     }
 
     /// A-operand order as the kernels see it (A is M×K: row-major is K-major).

@@ -134,7 +134,7 @@ pub(crate) fn refusal(spec: &KernelSpec, op: &GemmOp) -> Option<Refusal> {
         && !(op.m.is_multiple_of(8) && tma_strides_fit(op.ldc as u64, op.stride_c as u64, op.batch as u32))
     {
         Some(Refusal::ColMajorC { m: op.m, ldc: op.ldc, stride_c: (op.batch > 1).then_some(op.stride_c) })
-    } else if spec.takes_one_column(op.plain_epilogue()) && op.n > spec.tile_n as usize {
+    } else if spec.takes_one_column(op.side_by_side_epilogue()) && op.n > spec.tile_n as usize {
         Some(Refusal::ColumnsOfTiles(op.n))
     } else if op.fused() && !fuses_epilogue(spec) {
         Some(Refusal::Epilogue)
@@ -174,7 +174,7 @@ impl Refusal {
             ),
             Refusal::ColumnsOfTiles(n) => format!(
                 "{}its last staging box reaches past its {}-column tile, so it takes only calls that one column of tiles covers (N ≤ {} in its form of the call; it is {n})",
-                if spec.shifted_last_box() { "with alpha ≠ 1 or beta ≠ 0 " } else { "" },
+                if spec.shifted_last_box() { "with beta ≠ 0, or alpha ≠ 1 and nothing fused, " } else { "" },
                 spec.tile_n,
                 spec.tile_n
             ),
@@ -679,13 +679,22 @@ mod tests {
                 assert_eq!(supports(bw, &gated), Err(Error::Lacks { kernel: bw.name, lack: Lack::FusedEpilogue }));
             }
         }
-        // Every Hopper v7 entry takes what it takes with the epilogue that scales (entries that
-        // shift their last staging box take one column of tiles then).
+        // Every Hopper v7 entry takes a fused call with beta = 0 where it takes the plain call
+        // (the fused pass applies alpha; v6's epilogue, which shifts a trimmed tile's last
+        // staging box, or the gated threads store it), and one with beta where it takes the
+        // epilogue that scales (entries that shift their last box take one column of tiles).
+        let (plain, scaled) = (GemmOp::new(300, 512, 64), GemmOp::new(300, 512, 64).beta(1.0));
+        let mut side_by_side = 0;
         for spec in hopper::v7::VARIANTS.iter().chain([v7]) {
             assert!(fuses_epilogue(spec), "{}", spec.name);
-            let scaled = GemmOp::new(300, 512, 64).beta(1.0);
-            assert_eq!(supports(spec, &relu).is_ok(), supports(spec, &scaled).is_ok(), "{}", spec.name);
+            for fused in [relu, relu.alpha(0.5), gated, gated.alpha(2.0)] {
+                assert_eq!(supports(spec, &fused).is_ok(), supports(spec, &plain).is_ok(), "{}", spec.name);
+                assert_eq!(supports(spec, &fused.beta(1.0)).is_ok(), supports(spec, &scaled).is_ok(), "{}", spec.name);
+            }
+            side_by_side += (supports(spec, &relu).is_ok() && supports(spec, &scaled).is_err()) as usize;
         }
+        // The trimmed tiles (224, 160, 112, 96, 80 columns) in K-major orders, in both forms.
+        assert!(side_by_side >= 8, "{side_by_side}");
     }
 
     #[test]

@@ -237,17 +237,20 @@ impl KernelSpec {
     }
 
     /// Whether the tile is wider than a staging box but not a multiple of it (160, 224, 96
-    /// columns): v6's epilogue (alpha = 1, beta = 0) shifts its last box back to end with the
-    /// tile ([`crate::staging::shifts_last_box`]), so those calls may take several columns of
-    /// tiles; the epilogue that scales by alpha and beta does not, and those take one.
+    /// columns): v6's epilogue (alpha = 1, beta = 0, or alpha folded into a fused epilogue's
+    /// pass) shifts its last box back to end with the tile ([`crate::staging::shifts_last_box`]),
+    /// so those calls may take several columns of tiles, as may gated calls with beta = 0, whose
+    /// threads store exactly their outputs; the epilogue that scales by alpha and beta does not,
+    /// and those take one.
     pub const fn shifted_last_box(&self) -> bool {
         self.c_box.is_some() && crate::staging::shifts_last_box(self.tile_n)
     }
 
-    /// Whether the entry takes only calls that one column of tiles covers, for calls stored by
-    /// v6's epilogue (`plain_epilogue`: alpha = 1, beta = 0) or by the one that scales.
-    pub const fn takes_one_column(&self, plain_epilogue: bool) -> bool {
-        self.single_tile_column() || (self.shifted_last_box() && !plain_epilogue)
+    /// Whether the entry takes only calls that one column of tiles covers, for calls whose tiles
+    /// may sit side by side (`side_by_side`: beta = 0 and alpha = 1 or a fused epilogue, the
+    /// host's `GemmOp::side_by_side_epilogue`) or not (the epilogue that scales).
+    pub const fn takes_one_column(&self, side_by_side: bool) -> bool {
+        self.single_tile_column() || (self.shifted_last_box() && !side_by_side)
     }
 
     /// The box of A's edge map for an `m`-row problem: the rows of A's last share of a tile row

@@ -60,8 +60,9 @@ pub struct Tile64x128;
 pub struct Tile64x192;
 /// `trim`, one consumer, 6 stages: [`Tile64x192`] trimmed to 160 columns, for outputs 129 to 160
 /// wide (or tall). v6's epilogue moves its last staging box back to end with the tile
-/// (`staging::shifts_last_box`), so that tiles may sit side by side; with alpha and beta the
-/// entry takes one column of tiles ([`crate::spec::KernelSpec::takes_one_column`]).
+/// (`staging::shifts_last_box`), so that tiles may sit side by side; with beta, or alpha and
+/// nothing fused, the entry takes one column of tiles
+/// ([`crate::spec::KernelSpec::takes_one_column`]).
 pub struct Tile64x160;
 /// `midtrim`, 4 stages: [`Tile128x192`] trimmed to 160 columns, as [`Tile64x160`] is the lean
 /// tile, for outputs too long for pairs of those to fit one wave.
