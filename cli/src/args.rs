@@ -343,8 +343,10 @@ pub struct Survey {
     /// Rounds: every candidate once a round, cuBLAS first; the median counts.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// Milliseconds of back-to-back calls per sample.
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    /// Milliseconds of back-to-back calls per sample: 60 by default, as `bench` and `tune` time;
+    /// shorter samples read every entry higher against cuBLAS and reorder the entries
+    /// (docs/shapes.md, "Every entry on every shape").
+    #[arg(long, value_name = "MS", default_value_t = 60.0)]
     pub sample_ms: f64,
     /// The JSON-lines file to write.
     #[arg(long, value_name = "FILE")]
