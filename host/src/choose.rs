@@ -83,7 +83,8 @@ pub fn choose_why<'a>(
     // 1.05× the tall tile split's speed, priced 3.3% and 3.7% above it; where whole waves were
     // priced 6.7–19% above, the tall tile split ran 4–6% faster).
     if best.tall && !best.whole {
-        let others = candidates.iter().copied().filter(|c| !c.tall);
+        // (The long tiles are left out with it: the whole waves measured against it were 128 long.)
+        let others = candidates.iter().copied().filter(|c| !c.tall && c.spec.tile_m != LONG_M);
         if let Some((other, _)) = pick(others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
         {
             return Some((other.spec, Some(Rule::TallSplit)));
@@ -283,10 +284,17 @@ pub fn price<'a, 'b>(
                     || (kop.m >= kop.n && one_wave_in_halves)
                     || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
             }
-            // Where one column of tall tiles covers the call (a small M, in its form), the
-            // narrow, lean and slim tiles stream the other operand faster (H100, forced,
-            // 2026-12-06: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×).
-            1 if tall => false,
+            // Where one column of tall or long tiles covers the call (a small M, in its form),
+            // the narrow, lean, slim and twin tiles stream the other operand faster (H100,
+            // forced: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×, 2026-12-06;
+            // 104×28672×3584 long128_kk_cm 0.96× against twin112 pairs' 1.06×, 111×5120×27648
+            // 0.92× against slim pairs' 1.02×, 2026-12-07).
+            1 if tall || s.tile_m == LONG_M => false,
+            // The long tiles side by side, at the K they were measured at (their epilogue is
+            // not held), but not in three columns, where they lost as the trimmed tiles do
+            // (H100, forced, 2026-12-07: 420×18432×7168 0.885× against 0.948× for the wide tile
+            // trimmed in two, 404×8192×6144 0.918× against 0.929×).
+            _ if s.tile_m == LONG_M => calibrated_k && tile_columns != 3,
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -386,6 +394,12 @@ const TALL: (u32, u32) = (256, 128);
 /// The tall tile's rate (`tile_efficiency`).
 const TALL_RATE: f64 = 0.95;
 
+/// The long tiles' length: three consumers of one 64-row block, 128 to 176 wide.
+const LONG_M: u32 = 192;
+/// The long tiles' rate (`tile_efficiency`): forced at 8192³ they ran 0.93–0.96 of the wide
+/// tile's speed, at 4096×8192×4096 0.90–0.95 (H100, 2026-12-07), every width and orientation.
+const LONG_RATE: f64 = 0.93;
+
 /// The twin pairs' rate (`tile_efficiency`).
 const TWIN: f64 = 0.85;
 /// The twin pairs' rate in one row of pairs and several columns (`choose`): just under the lean
@@ -419,6 +433,8 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         (128, 224) => 0.95,
         // The tall tile: 0.95–0.96 of the wide tile's speed at 8192³ (H100, forced, 2026-12-06).
         TALL => TALL_RATE,
+        // The long tiles (three consumers).
+        (LONG_M, _) => LONG_RATE,
         (_, 256..) => 1.0,
         (_, 192..) => 0.95,
         (128.., _) => 0.9,

@@ -185,9 +185,12 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // e92189f, 2026-11-30: 320×8192×8192 0.97× cuBLAS against 0.86× for mid tiles written
     // column-major, 8192×320×8192 1.02× against 0.88× for mid tiles, 16384×320×4096 0.97×
     // against 0.80×).
-    for (m, n, k) in [(320, 8192, 8192), (288, 8192, 8192), (288, 28672, 4096)] {
+    for (m, n, k) in [(320, 8192, 8192), (288, 8192, 8192)] {
         assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
     }
+    // Against a longer N, two columns of long tiles 144 wide, which 288 fills exactly (priced,
+    // not measured at this shape).
+    assert_eq!(name(288, 28672, 4096), "hopper_v7_long144_kk_cm");
     for (m, n, k) in [(8192, 320, 8192), (8192, 288, 8192), (16384, 320, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
     }
@@ -226,9 +229,12 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     for (m, n, k) in [(8192, 600, 8192), (4096, 608, 8192), (12288, 640, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
     }
-    for (m, n, k) in [(600, 8192, 8192), (640, 16384, 8192), (608, 12288, 8192)] {
+    for (m, n, k) in [(600, 8192, 8192), (640, 16384, 8192)] {
         assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
     }
+    // (608×12288×8192 takes four columns of long tiles 160 wide, 64 rows of them: priced, not
+    // measured.)
+    assert_eq!(name(608, 12288, 8192), "hopper_v7_long160_kk_cm");
     assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
     // At M = 2048, twin pairs in four columns of pairs, one whole wave, where the trim tile
     // in four columns had beaten square and slim pairs (H200, de2b36d, 2026-11-30: 2048×640×4096
@@ -384,10 +390,13 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // Except against whole waves of square pairs priced within 1% (H200, 012e30e, 2026-11-30:
     // 4864×2176×4096 square pairs 0.98× cuBLAS against 0.94–0.95×); against square pairs
     // split it stays (1536×2176×4096: 1.05× against 0.97×, c8c9f88).
-    for (m, n, k) in [(4864, 2176, 4096), (5504, 1920, 8192), (3200, 3200, 4096)] {
+    for (m, n, k) in [(4864, 2176, 4096), (3200, 3200, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_square_kk", "{m}x{n}x{k}");
     }
-    assert_eq!(name(1536, 2176, 4096), "hopper_v7_widetrim_kk");
+    // (5504×1920×8192 and 1536×2176×4096 went to long tiles 144 wide when those came: priced,
+    // not measured.)
+    assert_eq!(name(5504, 1920, 8192), "hopper_v7_long144_kk_cm");
+    assert_eq!(name(1536, 2176, 4096), "hopper_v7_long144_kk");
     // A column-major C turns the same calls round: M = 160 is then the kernel's N.
     let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
     assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
@@ -464,9 +473,9 @@ fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
     };
     // A few hundred rows of M as the tile's 128 columns, N along its 256 rows (H100, forced,
     // 2026-12-06: 855×9024×8704 0.958× cuBLAS against 0.885× for wide tiles split, 836×15360×5120
-    // 0.932× against 0.893×, 634×13824×5120 0.990× against 0.944×, 835×59136×8192 0.925× against
-    // 0.873×); the transposed calls take it row-major.
-    for (m, n, k) in [(855, 9024, 8704), (836, 15360, 5120), (634, 13824, 5120), (835, 59136, 8192)] {
+    // 0.932× against 0.893×, 634×13824×5120 0.990× against 0.944×; 835×59136×8192, 0.925× against
+    // 0.873×, the long tiles took since, priced); the transposed calls take it row-major.
+    for (m, n, k) in [(855, 9024, 8704), (836, 15360, 5120), (634, 13824, 5120)] {
         assert_eq!(why(m, n, k), ("hopper_v7_tall_kk_cm", None), "{m}x{n}x{k}");
     }
     assert_eq!(why(9024, 855, 8704), ("hopper_v7_tall_kk", None));
@@ -504,4 +513,41 @@ fn thin_tiles_spread_every_unit() {
 /// Blackwell device alone: host/tests/blackwell.rs).
 fn hopper_kernels() -> Vec<&'static KernelSpec> {
     hgemm_kernels::kernels().filter(|k| k.family == hgemm_kernels::spec::Family::Hopper).collect()
+}
+
+#[test]
+fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves() {
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
+    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+    // Written column-major, 192 rows along N and M in a few columns (H100, forced, 2026-12-07,
+    // against the picks before: 2059×4096×4096 0.961× cuBLAS against 0.884×, 820×4096×16384 0.915×
+    // against 0.816×, 782×5120×5120 0.923× against 0.825×, 555×6144×4096 0.965× against 0.866×,
+    // 293×12800×7488 0.952× against 0.749×); row-major where M is the short side along their 192
+    // (361×18432×16384 1.058× against 0.964×).
+    for (m, n, k, entry) in [
+        (2059, 4096, 4096, "hopper_v7_long176_kk_cm"),
+        (820, 4096, 16384, "hopper_v7_long144_kk_cm"),
+        (782, 5120, 5120, "hopper_v7_long160_kk_cm"),
+        (555, 6144, 4096, "hopper_v7_long144_kk_cm"),
+        (293, 12800, 7488, "hopper_v7_long160_kk_cm"),
+        (361, 18432, 16384, "hopper_v7_long144_kk"),
+    ] {
+        assert_eq!(name(m, n, k), entry, "{m}x{n}x{k}");
+    }
+    let long = |m, n, k| tile_of(&kernels, m, n, k).0 == 192;
+    // Not in one column of tiles (104×28672×3584: 0.96× against twin112 pairs' 1.06×), nor in
+    // three (420×18432×7168: 0.885× against the wide tile trimmed's 0.948×), nor below the K
+    // they were measured at.
+    assert!(!long(104, 28672, 3584));
+    assert!(!long(111, 5120, 27648));
+    assert_eq!(name(420, 18432, 7168), "hopper_v7_widetrim_kk_cm");
+    assert!(!long(2059, 4096, 2048));
+    // The sweep keeps the wide tile (8192³ and the other large calls).
+    assert_eq!(name(8192, 8192, 8192), "hopper_v7");
+}
+
+/// The tile (rows, columns) `auto` picks for an M×N×K call.
+fn tile_of(kernels: &[&KernelSpec], m: usize, n: usize, k: usize) -> (u32, u32) {
+    let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+    (s.tile_m, s.tile_n)
 }

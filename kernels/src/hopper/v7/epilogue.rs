@@ -12,6 +12,15 @@
     // Read per tile (`b32_opaque`): what LLVM derives from it would otherwise be hoisted out of
     // the tile loop and held through the K loop beside the accumulator.
     let epilogue = crate::fused::Epilogue(crate::ptx::mov::b32_opaque(args.epilogue.0));
+    // Where the consumers have few registers beside the accumulator (three consumers of 160),
+    // the thread's place and TMA's reach are worked out anew, so that the staging addresses
+    // derived from them are not computed before the tile loop and held (spilled) through it.
+    let (warp, lane, tma_columns) = if T::CONSUMERS > 2 {
+        let opaque = crate::ptx::mov::b32_opaque;
+        (opaque(warp), opaque(lane), args.tma_store_columns(opaque(if c_col { args.m } else { args.n })))
+    } else {
+        (warp, lane, tma_columns)
+    };
     let fused_on = !epilogue.is_none();
     let alpha = if fused_on { 1.0 } else { args.alpha };
     if fused_on {
@@ -106,6 +115,13 @@
         let shifted_boxes = const { crate::staging::shifts_last_box(T::BN) as u32 };
         for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes - shifted_boxes {
             let buf = next_staging(&mut boxes);
+            // Three consumers: each box's addresses from the thread's place read anew, not
+            // worked out for every box at once and held.
+            let (warp, lane) = if T::CONSUMERS > 2 {
+                (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
+            } else {
+                (warp, lane)
+            };
             acc.for_each_pair(|p, lo, hi| {
                 let col = 8 * (p / 2) + 2 * (lane % 4);
                 if col / C_BOX.inner == j {
@@ -116,6 +132,11 @@
         }
         if shifted_boxes > 0 {
             let buf = next_staging(&mut boxes);
+            let (warp, lane) = if T::CONSUMERS > 2 {
+                (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
+            } else {
+                (warp, lane)
+            };
             stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
             tma_store_staged(buf, T::BN - C_BOX.inner, (m0 + 64 * rb, n0, z));
         }

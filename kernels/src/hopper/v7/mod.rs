@@ -1,12 +1,13 @@
 //! Hopper v7 — v6's pipeline as the library's GEMM: a tile shape per problem size, stream-K for
 //! the last waves, either storage order for A and B, strided batches, alpha/beta.
 //!
-//! v6's design is kept (persistent 2-CTA clusters, a producer warpgroup and one or two consumer
+//! v6's design is kept (persistent 2-CTA clusters, a producer warpgroup and one to three consumer
 //! warpgroups with `setmaxnreg`, a TMA-store epilogue) and generalised:
-//! - **Tile shapes** ([`tiles`]): sixteen, from 128×256 down to 64×16, in pairs along M that
+//! - **Tile shapes** ([`tiles`]): twenty, from 128×256 down to 64×16, in pairs along M that
 //!   share B or along N that share A; C written column-major (`_cm`) lets a small M be a tile's
 //!   columns. The 256×128 tile gives each consumer two 64-row blocks (`Tile::BLOCKS`), each its
-//!   own accumulator and `wgmma` per K step, stored one after the other.
+//!   own accumulator and `wgmma` per K step, stored one after the other; the 192-long tiles
+//!   have three consumers of 160 registers each.
 //! - **Edge maps**: a share of rows that crosses M (N) loads through a second map whose box ends
 //!   there, and shares past it load nothing ([`crate::spec::KernelSpec::a_edge_box`]).
 //! - **Stream-K** ([`crate::sched::StreamK`]): the host's split of the last waves' K blocks, the

@@ -30,7 +30,8 @@ pub trait Tile {
     /// box during the next unit's first K slices, while its MMAs run, instead of between the two.
     const HOLD: bool = false;
     /// `setmaxnreg` of the producer and of the consumers: their sum over the CTA's threads is the
-    /// register file (384 threads × 168); a held tile needs the consumers' 240.
+    /// register file (384 threads × 168, or 512 × 128 with three consumers); a held tile needs
+    /// the consumers' 240.
     const PRODUCER_REGS: u32 = 40;
     const CONSUMER_REGS: u32 = 232;
     /// Stream-K over every unit instead of whole waves kept in step and the last ones split
@@ -93,6 +94,21 @@ pub struct Tile128x80;
 /// rows of M take half as many tiles along N as the 128-long tiles do (cuBLAS's 256-long tiles
 /// on such calls, docs/shapes.md).
 pub struct Tile256x128;
+/// `long128`, 4 stages, three consumers of one block each: 192 × 128, in pairs along M that
+/// share B. Written column-major (`_cm`), its 192 rows lie along the call's N and its width
+/// along M, so that a few hundred to two thousand rows of M take few columns of tiles with
+/// little padding, in a count that fills the SMs' waves (cuBLAS's 192-long tiles on such
+/// calls, docs/shapes.md). Three consumers leave each 160 registers (`setmaxnreg`: 128 × 24 +
+/// 384 × 160 of the 64 Ki), room for accumulators up to 176 wide.
+pub struct Tile192x128;
+/// `long144`, 4 stages: [`Tile192x128`] 144 wide.
+pub struct Tile192x144;
+/// `long160`, 4 stages: [`Tile192x128`] 160 wide, column-major only (row-major, its epilogue
+/// spills at 160 registers).
+pub struct Tile192x160;
+/// `long176`, 3 stages (four do not fit beside the staging): [`Tile192x128`] 176 wide,
+/// column-major only, as [`Tile192x160`].
+pub struct Tile192x176;
 /// `twin96`, 6 stages: [`Tile128x80`] 96 wide, for N of 161–192.
 pub struct Tile128x96;
 /// `twin112`, 6 stages: [`Tile128x80`] 112 wide, for N of 193–224.
@@ -292,6 +308,58 @@ impl Tile for Tile256x128 {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 64];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile192x128 {
+    const CONSUMERS: u32 = 3;
+    const BN: u32 = 128;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 160;
+    #[cfg(hopper)]
+    type Acc = [f32; 64];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile192x144 {
+    const CONSUMERS: u32 = 3;
+    const BN: u32 = 144;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 160;
+    #[cfg(hopper)]
+    type Acc = [f32; 72];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile192x160 {
+    const CONSUMERS: u32 = 3;
+    const BN: u32 = 160;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 4;
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 160;
+    #[cfg(hopper)]
+    type Acc = [f32; 80];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile192x176 {
+    const CONSUMERS: u32 = 3;
+    const BN: u32 = 176;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 3;
+    const PRODUCER_REGS: u32 = 24;
+    const CONSUMER_REGS: u32 = 160;
+    #[cfg(hopper)]
+    type Acc = [f32; 88];
     #[cfg(hopper)]
     type Held = ();
 }
