@@ -276,6 +276,7 @@ pub fn price<'a, 'b>(
         let tile_columns = columns_of_tiles(s, &kop);
         let square = (s.tile_m, s.tile_n) == SQUARE;
         let tall = (s.tile_m, s.tile_n) == TALL;
+        let long = s.tile_m == LONG_M;
         let one_row_twin = one_row_of_twins(s, &kop);
         let columns = match tile_columns {
             _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
@@ -289,12 +290,12 @@ pub fn price<'a, 'b>(
             // forced: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×, 2026-12-06;
             // 104×28672×3584 long128_kk_cm 0.96× against twin112 pairs' 1.06×, 111×5120×27648
             // 0.92× against slim pairs' 1.02×, 2026-12-07).
-            1 if tall || s.tile_m == LONG_M => false,
+            1 if tall || long => false,
             // The long tiles side by side, at the K they were measured at (their epilogue is
             // not held), but not in three columns, where they lost as the trimmed tiles do
             // (H100, forced, 2026-12-07: 420×18432×7168 0.885× against 0.948× for the wide tile
             // trimmed in two, 404×8192×6144 0.918× against 0.929×).
-            _ if s.tile_m == LONG_M => calibrated_k && tile_columns != 3,
+            _ if long => calibrated_k && tile_columns != 3,
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,

@@ -534,7 +534,7 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
     ] {
         assert_eq!(name(m, n, k), entry, "{m}x{n}x{k}");
     }
-    let long = |m, n, k| tile_of(&kernels, m, n, k).0 == 192;
+    let long = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().tile_m == 192;
     // Not in one column of tiles (104×28672×3584: 0.96× against twin112 pairs' 1.06×), nor in
     // three (420×18432×7168: 0.885× against the wide tile trimmed's 0.948×), nor below the K
     // they were measured at.
@@ -544,10 +544,4 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
     assert!(!long(2059, 4096, 2048));
     // The sweep keeps the wide tile (8192³ and the other large calls).
     assert_eq!(name(8192, 8192, 8192), "hopper_v7");
-}
-
-/// The tile (rows, columns) `auto` picks for an M×N×K call.
-fn tile_of(kernels: &[&KernelSpec], m: usize, n: usize, k: usize) -> (u32, u32) {
-    let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
-    (s.tile_m, s.tile_n)
 }

@@ -21,6 +21,15 @@
     } else {
         (warp, lane, tma_columns)
     };
+    // And there each box's addresses from the thread's place read anew again, not worked out
+    // for every box at once and held.
+    let place_per_box = || {
+        if T::CONSUMERS > 2 {
+            (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
+        } else {
+            (warp, lane)
+        }
+    };
     let fused_on = !epilogue.is_none();
     let alpha = if fused_on { 1.0 } else { args.alpha };
     if fused_on {
@@ -115,13 +124,7 @@
         let shifted_boxes = const { crate::staging::shifts_last_box(T::BN) as u32 };
         for j in 0..T::BN.div_ceil(C_BOX.inner) - held_boxes - shifted_boxes {
             let buf = next_staging(&mut boxes);
-            // Three consumers: each box's addresses from the thread's place read anew, not
-            // worked out for every box at once and held.
-            let (warp, lane) = if T::CONSUMERS > 2 {
-                (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
-            } else {
-                (warp, lane)
-            };
+            let (warp, lane) = place_per_box();
             acc.for_each_pair(|p, lo, hi| {
                 let col = 8 * (p / 2) + 2 * (lane % 4);
                 if col / C_BOX.inner == j {
@@ -132,11 +135,7 @@
         }
         if shifted_boxes > 0 {
             let buf = next_staging(&mut boxes);
-            let (warp, lane) = if T::CONSUMERS > 2 {
-                (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
-            } else {
-                (warp, lane)
-            };
+            let (warp, lane) = place_per_box();
             stage_shifted_last_box::<T, C>(&acc, buf, warp, lane);
             tma_store_staged(buf, T::BN - C_BOX.inner, (m0 + 64 * rb, n0, z));
         }
