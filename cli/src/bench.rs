@@ -10,6 +10,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One row of the results.
+#[derive(Clone)]
 pub struct Row {
     pub shape: (usize, usize, usize),
     pub name: String,
@@ -303,7 +304,12 @@ fn summary(rows: &[Row]) -> Vec<String> {
     if shapes.len() < 2 {
         return Vec::new();
     }
-    let mut lines = vec![format!("\nover {} shapes", shapes.len())];
+    // A draw may repeat a shape: each call counts, and the header says so.
+    let calls = rows.iter().filter(|r| r.name == rows[0].name).count();
+    let mut lines = vec![match calls {
+        n if n > shapes.len() => format!("\nover {n} calls ({} shapes, some repeated)", shapes.len()),
+        _ => format!("\nover {} shapes", shapes.len()),
+    }];
     // Every contender in the order it first appears (the first row is the baseline): one that
     // refused the first shape still has its line, over the shapes it ran.
     let mut names: Vec<&str> = Vec::new();
@@ -317,7 +323,7 @@ fn summary(rows: &[Row]) -> Vec<String> {
         let geo = crate::geomean(&ratios);
         let worst = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
         let over = match ratios.len() {
-            n if n < shapes.len() => format!("  (ran {n} of {})", shapes.len()),
+            n if n < calls => format!("  (ran {n} of {calls})"),
             _ => String::new(),
         };
         lines.push(format!("  {name:<16} geomean vs cuBLAS {geo:.3}  worst {worst:.3}{over}"));
@@ -479,6 +485,12 @@ mod tests {
         assert!(lines[2].starts_with("  hopper v6") && lines[2].ends_with("worst 2.000  (ran 1 of 2)"));
         assert_eq!(lines.len(), 3);
         assert!(summary(&rows[..2]).is_empty());
+        // A repeated shape counts each time it ran.
+        let repeated: Vec<Row> = rows.iter().chain(&rows[..2]).cloned().collect();
+        let lines = summary(&repeated);
+        assert_eq!(lines[0], "\nover 3 calls (2 shapes, some repeated)");
+        assert!(lines[1].contains("geomean vs cuBLAS 0.794  worst 0.500"));
+        assert!(lines[2].ends_with("(ran 1 of 3)"));
     }
 
     fn row(name: &str) -> Row {
