@@ -83,8 +83,8 @@ pub fn choose_why<'a>(
     // 1.05× the tall tile split's speed, priced 3.3% and 3.7% above it; where whole waves were
     // priced 6.7–19% above, the tall tile split ran 4–6% faster).
     if best.tall && !best.whole {
-        // (The long tiles are left out with it: the whole waves measured against it were 128 long.)
-        let others = candidates.iter().copied().filter(|c| !c.tall && c.spec.tile_m != LONG_M);
+        // (The long and tall tiles are left out: the whole waves measured against it were 128 long.)
+        let others = candidates.iter().copied().filter(|c| c.spec.tile_m <= 128);
         if let Some((other, _)) = pick(others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
         {
             return Some((other.spec, Some(Rule::TallSplit)));
@@ -172,7 +172,7 @@ pub struct Priced<'a> {
     whole: bool,
     /// Square pairs split with fewer units than pairs.
     thin_square_split: bool,
-    /// The tall tile.
+    /// The tall tile 128 wide (`TALL_SPLIT`).
     tall: bool,
     /// Square pairs.
     square: bool,
@@ -275,7 +275,7 @@ pub fn price<'a, 'b>(
         let twins_share_the_smaller_operand = kop.m < kop.n;
         let tile_columns = columns_of_tiles(s, &kop);
         let square = (s.tile_m, s.tile_n) == SQUARE;
-        let tall = (s.tile_m, s.tile_n) == TALL;
+        let tall = s.tile_m == TALL_M;
         let long = s.tile_m == LONG_M;
         let one_row_twin = one_row_of_twins(s, &kop);
         let columns = match tile_columns {
@@ -296,6 +296,13 @@ pub fn price<'a, 'b>(
             // (H100, forced, 2026-12-07: 420×18432×7168 0.885× against 0.948× for the wide tile
             // trimmed in two, 404×8192×6144 0.918× against 0.929×).
             _ if long => calibrated_k && tile_columns != 3,
+            // The tall tiles wider than 128 where at most an eighth of their units split: split
+            // more, they lost (H200, forced, 2026-12-07: 288×22016×4096, every unit split, 0.84×
+            // cuBLAS against 0.92× for long144_kk_cm; 309×35840×5120, half split, 0.92× against
+            // 0.96×); whole, they were faster than the previous pick at 36 of 41 shapes.
+            _ if tall && s.shifted_last_box() => {
+                calibrated_k && tile_columns != 3 && sched.is_some_and(|sk| 8 * (sk.units - sk.dp_units) <= sk.units)
+            }
             _ if !s.shifted_last_box() => true,
             1 => true,
             2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -316,7 +323,7 @@ pub fn price<'a, 'b>(
             twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
             whole: sched.is_none_or(|sk| whole(&sk)),
             thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            tall,
+            tall: tall && s.tile_n == 128,
             square,
             one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
             one_row_twin,
@@ -390,9 +397,9 @@ const MID_TRIM_MANY_COLUMNS: f64 = 1.05;
 const WIDE_TRIM: (u32, u32) = (128, 224);
 /// The 64×96 pair.
 const NARROW96: (u32, u32) = (64, 96);
-/// The tall tile: two consumers of two 64-row blocks each.
-const TALL: (u32, u32) = (256, 128);
-/// The tall tile's rate (`tile_efficiency`).
+/// The tall tiles' length: two consumers of two 64-row blocks each, 128 to 160 wide.
+const TALL_M: u32 = 256;
+/// The tall tiles' rate (`tile_efficiency`).
 const TALL_RATE: f64 = 0.95;
 
 /// The long tiles' length: three consumers of one 64-row block, 128 to 176 wide.
@@ -432,8 +439,10 @@ fn tile_efficiency(s: &KernelSpec) -> f64 {
         // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
         // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
         (128, 224) => 0.95,
-        // The tall tile: 0.95–0.96 of the wide tile's speed at 8192³ (H100, forced, 2026-12-06).
-        TALL => TALL_RATE,
+        // The tall tiles: 128 wide, 0.95–0.96 of the wide tile's speed at 8192³ (H100, forced,
+        // 2026-12-06); 160 wide 0.95–0.96 at 8192³ and 4096×8192×4096, 144 wide 0.95–0.98 (0.86
+        // column-major at 4096×8192×4096; H200, forced, 2026-12-07).
+        (TALL_M, _) => TALL_RATE,
         // The long tiles (three consumers).
         (LONG_M, _) => LONG_RATE,
         (_, 256..) => 1.0,

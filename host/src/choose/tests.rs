@@ -94,7 +94,10 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // Split wide tiles against whole smaller ones: each pick below was the fastest of the
     // three measured on the H200 (823a149, 2026-11-30).
     assert_eq!(pick(2304, 2304, 2304), wide);
-    assert_eq!(pick(2560, 4096, 4096), wide);
+    // Since then the tall tile 160 wide, whole, takes 2560×4096×4096 from the wide tile split
+    // (forced, 2026-12-07: 1.006× cuBLAS against 0.942× on an H200, 0.979× against 0.931× on an
+    // H100).
+    assert_eq!(pick(2560, 4096, 4096), (256, 160));
     assert_eq!(pick(5000, 5000, 5000), wide);
     assert_eq!(pick(768, 4096, 4096), mid);
     assert_eq!(pick(3000, 3000, 3000), mid);
@@ -117,8 +120,9 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert_eq!(pick(7808, 2176, 4096), square);
     assert_eq!(pick(6400, 2688, 2048), square);
     assert_eq!(pick(7552, 1408, 1024), square);
-    assert_eq!(pick(2560, 4096, 4096), wide);
-    assert_eq!(pick(1280, 8192, 4096), wide);
+    assert_ne!(pick(2560, 4096, 4096), square);
+    // (1280×8192×4096 too: 0.976× against 0.930× for the wide tile split; H100, forced.)
+    assert_ne!(pick(1280, 8192, 4096), square);
     // At short K the mid tile's epilogue, which the wide tile hides (`holds_tile`), decides
     // (H200, forced, 5ca1795, 2026-11-30: 8192×8192×1024 1.035× cuBLAS against 0.951×, ×2048 1.031×
     // against 0.990×).
@@ -225,17 +229,21 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // what `auto` ran: 8192×600×8192 0.90× against 0.78× for square pairs, 4096×608×8192
     // 0.96× against 0.85×, 12288×640×4096 0.99× against 0.92×, 600×8192×8192 0.91× against
     // 0.77× for mid tiles, 640×16384×8192 0.96× against 0.85× for wide tiles); but where the
-    // mid tile fits in three it stays (8192×576×8192: 0.89× against 0.84×).
+    // mid tile fits in three it stayed (8192×576×8192: 0.89× against 0.84×; below).
     for (m, n, k) in [(8192, 600, 8192), (4096, 608, 8192), (12288, 640, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk", "{m}x{n}x{k}");
     }
+    // Written column-major, those two take the tall tile 160 wide since, in whole waves (H100,
+    // forced, 2026-12-07: 0.921× and 0.989× against the mid tile trimmed's 0.861× and 0.907×).
     for (m, n, k) in [(600, 8192, 8192), (640, 16384, 8192)] {
-        assert_eq!(name(m, n, k), "hopper_v7_midtrim_kk_cm", "{m}x{n}x{k}");
+        assert_eq!(name(m, n, k), "hopper_v7_tall160_kk_cm", "{m}x{n}x{k}");
     }
     // (608×12288×8192 takes four columns of long tiles 160 wide, 64 rows of them: priced, not
     // measured.)
     assert_eq!(name(608, 12288, 8192), "hopper_v7_long160_kk_cm");
-    assert_eq!(name(8192, 576, 8192), "hopper_v7_mid_kk");
+    // Four columns of the tall tile 144 wide take 8192×576×8192 since (H100, forced, 2026-12-07:
+    // 0.960× against the mid tile's 0.796×).
+    assert_eq!(name(8192, 576, 8192), "hopper_v7_tall144_kk");
     // At M = 2048, twin pairs in four columns of pairs, one whole wave, where the trim tile
     // in four columns had beaten square and slim pairs (H200, de2b36d, 2026-11-30: 2048×640×4096
     // 1.00× against the trim tile's 0.91×, 640×2048×4096 0.98× against 0.88×); and split
@@ -479,9 +487,9 @@ fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
         assert_eq!(why(m, n, k), ("hopper_v7_tall_kk_cm", None), "{m}x{n}x{k}");
     }
     assert_eq!(why(9024, 855, 8704), ("hopper_v7_tall_kk", None));
-    // Split, it gives way to whole waves priced within 5%.
+    // Split, it gives way to whole waves priced within 5%: 128 long (592×7424×11520 went to the
+    // mid tile trimmed so, before the tall tile 160 wide took it whole).
     assert_eq!(why(881, 16384, 4096), ("hopper_v7_mid_kk_cm", Some(Rule::TallSplit)));
-    assert_eq!(why(592, 7424, 11520), ("hopper_v7_midtrim_kk_cm", Some(Rule::TallSplit)));
     // One column of tall tiles (M ≤ 128) is left to the tiles for small M.
     assert_eq!(why(117, 35840, 5120).0, "hopper_v7_lean_kk");
     assert_eq!(why(128, 16384, 8192).0, "hopper_v7_slim_kk");
@@ -521,13 +529,12 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
     let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
     // Written column-major, 192 rows along N and M in a few columns (H100, forced, 2026-12-07,
     // against the picks before: 2059×4096×4096 0.961× cuBLAS against 0.884×, 820×4096×16384 0.915×
-    // against 0.816×, 782×5120×5120 0.923× against 0.825×, 555×6144×4096 0.965× against 0.866×,
+    // against 0.816×, 555×6144×4096 0.965× against 0.866×,
     // 293×12800×7488 0.952× against 0.749×); row-major where M is the short side along their 192
     // (361×18432×16384 1.058× against 0.964×).
     for (m, n, k, entry) in [
         (2059, 4096, 4096, "hopper_v7_long176_kk_cm"),
         (820, 4096, 16384, "hopper_v7_long144_kk_cm"),
-        (782, 5120, 5120, "hopper_v7_long160_kk_cm"),
         (555, 6144, 4096, "hopper_v7_long144_kk_cm"),
         (293, 12800, 7488, "hopper_v7_long160_kk_cm"),
         (361, 18432, 16384, "hopper_v7_long144_kk"),
@@ -544,4 +551,35 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
     assert!(!long(2059, 4096, 2048));
     // The sweep keeps the wide tile (8192³ and the other large calls).
     assert_eq!(name(8192, 8192, 8192), "hopper_v7");
+}
+
+#[test]
+fn the_tall_tiles_144_and_160_wide_take_calls_they_run_whole() {
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
+    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+    // Written column-major, 256 rows along N and M in columns of 144 or 160 (H200, forced,
+    // 2026-12-07, against the picks before: 827×5120×5120 0.966× cuBLAS against 0.832× for the
+    // mid tile trimmed, 1293×3584×14336 0.986× against 0.856× for the mid tile, 610×8192×8192
+    // 0.952× against 0.893×, 592×7424×11520 0.918× against 0.893×, 2396×27648×5120 0.977×
+    // against 0.939× for the wide tile split, an eighth of its units split); row-major where M
+    // is the long side (925×4608×3584: 0.923× against 0.867×).
+    for (m, n, k, entry) in [
+        (827, 5120, 5120, "hopper_v7_tall144_kk_cm"),
+        (1293, 3584, 14336, "hopper_v7_tall144_kk_cm"),
+        (610, 8192, 8192, "hopper_v7_tall160_kk_cm"),
+        (592, 7424, 11520, "hopper_v7_tall160_kk_cm"),
+        (2396, 27648, 5120, "hopper_v7_tall160_kk_cm"),
+        (925, 4608, 3584, "hopper_v7_tall144_kk"),
+    ] {
+        assert_eq!(name(m, n, k), entry, "{m}x{n}x{k}");
+    }
+    // Not where more than an eighth of their units split (288×22016×4096, every unit: 0.84×
+    // against long144_kk_cm's 0.92×; 309×35840×5120, half: 0.92× against 0.96×).
+    let wider_tall = |m, n, k| {
+        let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        s.tile_m == 256 && s.tile_n > 128
+    };
+    assert!(!wider_tall(288, 22016, 4096));
+    assert!(!wider_tall(309, 35840, 5120));
+    assert!(!wider_tall(711, 5120, 17920));
 }

@@ -87,6 +87,9 @@ entries! {
     hopper_v7_narrow96_kk_cm: Tile64x96, K, K, ColMajorC;
     hopper_v7_tall_kk: Tile256x128, K, K, RowMajorC;
     hopper_v7_tall_kk_cm: Tile256x128, K, K, ColMajorC;
+    hopper_v7_tall144_kk: Tile256x144, K, K, RowMajorC;
+    hopper_v7_tall144_kk_cm: Tile256x144, K, K, ColMajorC;
+    hopper_v7_tall160_kk_cm: Tile256x160, K, K, ColMajorC;
     hopper_v7_long128_kk: Tile192x128, K, K, RowMajorC;
     hopper_v7_long128_kk_cm: Tile192x128, K, K, ColMajorC;
     hopper_v7_long144_kk: Tile192x144, K, K, RowMajorC;

@@ -34,6 +34,10 @@ pub trait Tile {
     /// the consumers' 240.
     const PRODUCER_REGS: u32 = 40;
     const CONSUMER_REGS: u32 = 232;
+    /// Registers a consumer has beside its accumulators (64 × `BN` f32 a block over 128
+    /// threads): under 100, the epilogue works the thread's place out anew where it needs it
+    /// rather than holding what derives from it through the K loop (`epilogue.rs`).
+    const SPARE_REGS: u32 = Self::CONSUMER_REGS - Self::BLOCKS * Self::BN / 2;
     /// Stream-K over every unit instead of whole waves kept in step and the last ones split
     /// ([`crate::spec::StreamKSpec::spread`]).
     const SPREAD: bool = false;
@@ -94,6 +98,13 @@ pub struct Tile128x80;
 /// rows of M take half as many tiles along N as the 128-long tiles do (cuBLAS's 256-long tiles
 /// on such calls, docs/shapes.md).
 pub struct Tile256x128;
+/// `tall144`, 3 stages (four do not fit beside the staging): [`Tile256x128`] 144 wide, for a
+/// short side that 144 divides with less padding (cuBLAS's 256×144 at 836×15360×5120). Its
+/// epilogue re-reads the thread's place per box (`Tile::SPARE_REGS`), or it spills.
+pub struct Tile256x144;
+/// `tall160`, 3 stages: [`Tile256x128`] 160 wide, as [`Tile256x144`]; column-major only, the
+/// form of the calls it fits (a few hundred to two thousand rows of M).
+pub struct Tile256x160;
 /// `long128`, 4 stages, three consumers of one block each: 192 × 128, in pairs along M that
 /// share B. Written column-major (`_cm`), its 192 rows lie along the call's N and its width
 /// along M, so that a few hundred to two thousand rows of M take few columns of tiles with
@@ -308,6 +319,30 @@ impl Tile for Tile256x128 {
     const STAGES: u32 = 4;
     #[cfg(hopper)]
     type Acc = [f32; 64];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile256x144 {
+    const CONSUMERS: u32 = 2;
+    const BLOCKS: u32 = 2;
+    const BN: u32 = 144;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 3;
+    #[cfg(hopper)]
+    type Acc = [f32; 72];
+    #[cfg(hopper)]
+    type Held = ();
+}
+
+impl Tile for Tile256x160 {
+    const CONSUMERS: u32 = 2;
+    const BLOCKS: u32 = 2;
+    const BN: u32 = 160;
+    const CLUSTER: u32 = 2;
+    const STAGES: u32 = 3;
+    #[cfg(hopper)]
+    type Acc = [f32; 80];
     #[cfg(hopper)]
     type Held = ();
 }
