@@ -149,7 +149,8 @@ impl StreamK {
         if dp_units >= units {
             return None;
         }
-        if units > workers && (units - dp_units) as u64 * 8 > units as u64 && !self.idles_an_eighth() {
+        let after = StreamK { dp_units, ..*self };
+        if units > workers && after.splits_over_an_eighth() && !self.idles_an_eighth() {
             // Split units run out of step in K, so tiles running together stop sharing their
             // operands in L2: with more than an eighth of the work split, that cost more than
             // the balance won on the H200 (1024×8192×8192, 4096³ and 6144³ measured 1–4%
@@ -207,6 +208,12 @@ impl StreamK {
     const fn idles_an_eighth(&self) -> bool {
         let slots = self.units.div_ceil(self.workers) as u64 * self.workers as u64;
         (slots - self.units as u64) * 8 > slots
+    }
+
+    /// Whether more than an eighth of the units are split: `new` splits no more than that after
+    /// whole waves unless whole units would idle an eighth of the slots.
+    pub const fn splits_over_an_eighth(&self) -> bool {
+        (self.units - self.dp_units) as u64 * 8 > self.units as u64
     }
 
     /// Whether some unit is split between workers (the kernel then needs a workspace).

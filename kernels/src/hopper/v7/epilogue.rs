@@ -12,10 +12,10 @@
     // Read per tile (`b32_opaque`): what LLVM derives from it would otherwise be hoisted out of
     // the tile loop and held through the K loop beside the accumulator.
     let epilogue = crate::fused::Epilogue(crate::ptx::mov::b32_opaque(args.epilogue.0));
-    // Where the consumers have few registers beside the accumulators (`Tile::SPARE_REGS`), the
+    // Where the consumers have few registers beside the accumulators (`Tile::FEW_SPARE_REGS`), the
     // thread's place and TMA's reach are worked out anew, so that the staging addresses
     // derived from them are not computed before the tile loop and held (spilled) through it.
-    let (warp, lane, tma_columns) = if T::SPARE_REGS < 100 {
+    let (warp, lane, tma_columns) = if T::FEW_SPARE_REGS {
         let opaque = crate::ptx::mov::b32_opaque;
         (opaque(warp), opaque(lane), args.tma_store_columns(opaque(if c_col { args.m } else { args.n })))
     } else {
@@ -24,7 +24,7 @@
     // And there each box's addresses from the thread's place read anew again, not worked out
     // for every box at once and held.
     let place_per_box = || {
-        if T::SPARE_REGS < 100 {
+        if T::FEW_SPARE_REGS {
             (crate::ptx::mov::b32_opaque(warp), crate::ptx::mov::b32_opaque(lane))
         } else {
             (warp, lane)

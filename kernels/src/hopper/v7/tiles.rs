@@ -38,6 +38,8 @@ pub trait Tile {
     /// threads): under 100, the epilogue works the thread's place out anew where it needs it
     /// rather than holding what derives from it through the K loop (`epilogue.rs`).
     const SPARE_REGS: u32 = Self::CONSUMER_REGS - Self::BLOCKS * Self::BN / 2;
+    /// Fewer than 100 [`SPARE_REGS`](Self::SPARE_REGS): the epilogue re-reads the thread's place.
+    const FEW_SPARE_REGS: bool = Self::SPARE_REGS < 100;
     /// Stream-K over every unit instead of whole waves kept in step and the last ones split
     /// ([`crate::spec::StreamKSpec::spread`]).
     const SPREAD: bool = false;
