@@ -22,7 +22,7 @@ pub fn run(a: &Plan) -> CliResult {
     for (m, n, k) in shapes {
         let op = a.op(m, n, k).within(a.max_sms).on_device(device_sms);
         let sms = op.sms_on(device_sms);
-        let (spec, rule) =
+        let (pick, rule) =
             hgemm::choose::choose_why(entries.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
                 Err(e) => format!("{m}x{n}x{k}: {e}"),
                 Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
@@ -31,7 +31,8 @@ pub fn run(a: &Plan) -> CliResult {
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
         }
-        let shape = hgemm::plan::launch_offline(spec, &op, device_sms)?;
+        let spec = pick.spec;
+        let shape = hgemm::plan::launch_offline(spec, &op.stream_k(op.stream_k && pick.split()), device_sms)?;
         println!(
             "{:<20} {:<w$} {:>6} {:>8}  {}",
             format!("{m}x{n}x{k}"),
@@ -47,7 +48,7 @@ pub fn run(a: &Plan) -> CliResult {
             priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());
-                let note = match (p.spec.name == spec.name, p.eligible, rule) {
+                let note = match (p.spec.name == spec.name && p.split() == pick.split(), p.eligible, rule) {
                     (true, _, Some(r)) => format!(
                         "  (auto's pick: `choose::choose`'s rule {} prefers it to the cheaper entries above)",
                         r.name()

@@ -46,9 +46,14 @@ pub fn run(a: &Survey) -> CliResult {
         let mut cands: Vec<(&'static KernelSpec, bool)> = Vec::new();
         for p in hgemm::choose::price(gemm.kernels(), &op, d.sms) {
             let splits = p.schedule.is_some_and(|s| s.splits());
-            cands.push((p.spec, splits));
-            if splits {
-                cands.push((p.spec, false));
+            for c in if splits { [Some((p.spec, true)), Some((p.spec, false))] } else { [Some((p.spec, false)), None] }
+                .into_iter()
+                .flatten()
+            {
+                // `price` weighs some entries whole beside their split: each is timed once.
+                if !cands.iter().any(|&(s, sp)| s.name == c.0.name && sp == c.1) {
+                    cands.push(c);
+                }
             }
         }
         let Some(auto) = gemm.priced(&op) else { continue };

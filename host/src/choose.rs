@@ -1,6 +1,7 @@
 //! How `auto` picks a kernel: a price per entry (waves of tiles over the SMs, weighted by each
-//! tile shape's throughput as measured on an H200) and a few rules that take a call from the
-//! cheapest entry where the price alone was measured to pick wrong. Plain Rust, no GPU.
+//! tile shape's throughput as measured on an H200, and for calls with a short side the time to
+//! stream the operands from DRAM) and a few rules that take a call from the cheapest entry where
+//! the price alone was measured to pick wrong. Plain Rust, no GPU.
 
 use crate::op::GemmOp;
 use crate::plan::{LaunchShape, for_kernel, launch_offline, persistent_clusters, refusal};
@@ -10,9 +11,10 @@ use hgemm_kernels::spec::KernelSpec;
 /// The kernel `auto` runs for `op` on a device with `sms` SMs: among the general kernels that
 /// read A and B in `op`'s orders (in the form each computes it, [`for_kernel`]), the one whose
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
-/// relative to the widest (scaled by how efficient the shape measured); see [`price`].
+/// relative to the widest (scaled by how efficient the shape measured); see [`price`]. Whether
+/// it runs split by K, [`choose_why`] tells.
 pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    choose_why(kernels, op, sms).map(|(spec, _)| spec)
+    choose_why(kernels, op, sms).map(|(p, _)| p.spec)
 }
 
 /// A rule of [`choose`] that takes a call from the cheapest entry, where the price alone was
@@ -69,12 +71,13 @@ impl Rule {
     }
 }
 
-/// [`choose`]'s pick, and the rule that took the call from the cheapest eligible entry, if one did.
+/// [`choose`]'s pick as `price` weighed it (whether it runs split: [`Priced::split`]), and the
+/// rule that took the call from the cheapest eligible entry, if one did.
 pub fn choose_why<'a>(
     kernels: impl Iterator<Item = &'a KernelSpec>,
     op: &GemmOp,
     sms: u32,
-) -> Option<(&'a KernelSpec, Option<Rule>)> {
+) -> Option<(Priced<'a>, Option<Rule>)> {
     let candidates: Vec<Priced<'a>> = price(kernels, op, sms).filter(|c| c.eligible).collect();
     let (best, rule) = pick(candidates.iter().copied())?;
     // The tall tile split runs no faster than whole waves priced up to 4% above it: what `auto`
@@ -87,10 +90,10 @@ pub fn choose_why<'a>(
         let others = candidates.iter().copied().filter(|c| c.spec.tile_m <= 128);
         if let Some((other, _)) = pick(others).filter(|(o, _)| o.whole && o.cost <= best.cost * Rule::TallSplit.bound())
         {
-            return Some((other.spec, Some(Rule::TallSplit)));
+            return Some((other, Some(Rule::TallSplit)));
         }
     }
-    Some((best.spec, rule))
+    Some((best, rule))
 }
 
 /// [`choose_why`]'s pick among `candidates` (eligible, priced), but for the tall tile's rule.
@@ -101,6 +104,7 @@ fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>,
         Some(a)
             if a.cost
                 .total_cmp(&c.cost)
+                .then(a.compute.total_cmp(&c.compute))
                 .then(a.twin_on_smaller.cmp(&c.twin_on_smaller))
                 .then(a.shorter_m.cmp(&c.shorter_m))
                 .is_le() =>
@@ -154,10 +158,17 @@ fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>,
 pub struct Priced<'a> {
     /// The entry.
     pub spec: &'a KernelSpec,
-    /// The time the entry's tiles take, in waves of 128×256 tiles at their measured rate: the
-    /// lowest wins, but for the rules in [`choose`].
+    /// The time the entry takes, in waves of 128×256 tiles at their measured rate: the longer of
+    /// its tiles' MMAs and its DRAM traffic; the lowest wins, but for the rules in [`choose`].
     pub cost: f64,
-    /// Its stream-K schedule for the call in its form, if it has one.
+    /// Its tiles' MMAs alone (ties in `cost` go to the lower).
+    compute: f64,
+    /// Its DRAM traffic alone, and the fix-ups' round trip where it splits.
+    memory: f64,
+    /// The CTAs at work at once.
+    ctas: u32,
+    /// Its stream-K schedule for the call in its form, if it has one (every unit whole where
+    /// the call or `price` forgoes the split).
     pub schedule: Option<StreamK>,
     /// Whether `choose` may take it; where not, the tiles it would run here were not measured to
     /// pay (a tile without a cluster in several rows and columns, or more columns of tiles than
@@ -186,154 +197,219 @@ pub struct Priced<'a> {
     square_whole_within: Option<Rule>,
 }
 
+impl Priced<'_> {
+    /// Whether the entry streams its operands from DRAM for at least twice as long as its tiles
+    /// compute: near the balance, how fast the tiles compute still tells entries apart.
+    pub fn memory_bound(&self) -> bool {
+        self.memory > 2.0 * self.compute
+    }
+
+    /// Whether the entry runs split by K: stream-K splits units and the call allows it.
+    pub fn split(&self) -> bool {
+        !self.whole
+    }
+}
+
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
-/// SMs, with its price and whether [`choose`] may take it.
-pub fn price<'a, 'b>(
+/// SMs, with its price and whether [`choose`] may take it; where its schedule splits units and,
+/// whole, they would be bound by DRAM ([`Priced::memory_bound`]) and fill three quarters of the
+/// SMs, the entry is weighed whole as well.
+pub fn price<'a: 'b, 'b>(
     kernels: impl Iterator<Item = &'a KernelSpec> + 'b,
     op: &'b GemmOp,
     sms: u32,
 ) -> impl Iterator<Item = Priced<'a>> + 'b {
-    // `op` is the call in `s`'s form, `sched` its schedule.
-    let cost = move |s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>| {
-        let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
-        let args = op.shape_args();
-        let waves = match sched.filter(|_| op.stream_k) {
-            // With stream-K the last wave may be split: count it in K blocks, and the split part
-            // of the path `SPLIT_PENALTY` longer (split units lose their L2 reuse and wait for
-            // fix-ups); the whole waves before it pay nothing (H200, 65eeaf8, 2026-12-01).
-            Some(sk) if sk.num_kb > 0 => {
-                let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
-                whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
-            }
-            _ => {
-                let tiles =
-                    s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
-                tiles.div_ceil(sms as u64) as f64
-            }
-        };
-        // Between tiles the tensor cores wait for the epilogue, unless the kernel holds the
-        // finished tile and stores it under the next one's MMAs. The efficiencies include the
-        // epilogue's share at the K they were fitted at; only a larger share (a shorter K) counts.
-        let between_tiles = match s.stream_k.map_or(0, |sk| args.k.div_ceil(sk.block_k)) {
-            kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
-            _ => 1.0,
-        };
-        // Trimmed tiles side by side run faster than their one-column rates say
-        // (`TRIM_SIDE_BY_SIDE`, `MID_TRIM_MANY_COLUMNS`).
-        let side_by_side = match ((s.tile_m, s.tile_n), columns_of_tiles(s, op)) {
-            (TRIM, 2..) => TRIM_SIDE_BY_SIDE,
-            (MID_TRIM, 5..) => MID_TRIM_MANY_COLUMNS,
-            _ => 1.0,
-        };
-        // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
-        // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
-        let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
-        waves * between_tiles * area / (rate * side_by_side)
-    };
     // A call `validate` refuses whatever the buffers, or one with nothing to compute, has no
     // kernel; nor has a kernel whose cluster is larger than the device.
     let valid = sms > 0 && op.validate_shape() == Ok(true);
-    kernels.filter(move |s| valid && s.cluster <= sms).filter_map(move |s| {
-        let kop = for_kernel(s, op).0;
-        if !s.general || refusal(s, &kop).is_some() {
-            return None;
-        }
-        // A tile without a cluster reads all of its operands itself: with more than one row and
-        // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
-        // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
-        let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-        // A tie between the lean tile and its column-major form goes to the form whose M (along
-        // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
-        // tile showed no such rule, so its ties keep the first entry.
-        let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-        // Tiles that boxes do not divide run side by side only as far as that was measured on
-        // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case below
-        // one measured win:
-        // - the trimmed tiles in two columns, not the 64×96 pair (e92189f);
-        // - the 160-column tiles in four columns: the mid tile trimmed always, the trim tile
-        //   where that is one whole wave (e0716e8);
-        // - twin pairs sharing the larger operand in one wave, each pair at least half a unit
-        //   (de2b36d); in one row of pairs, twins at least as large as the lean tile wherever
-        //   their units are whole, at `ONE_ROW_TWIN` (163c4f7);
-        // - the 160-column tiles in five columns or more, in at most two whole waves at a
-        //   calibrated K (1e44dc6; at K = 1024 they lost at 3 of 6);
-        // - twin pairs sharing the smaller operand in one whole wave, the other side at most
-        //   1.5 times theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
-        //   (`Priced::twin_on_smaller`, 56d947e);
-        // - the wide tile trimmed in five columns or more, in at most three whole waves at a
-        //   calibrated K and two rows of tiles or more (c8c9f88): more waves would take shapes
-        //   such as 12288³, where tuning finds the wide tile faster.
-        // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
-        let sched = s.schedule(&kop.shape_args(), persistent_clusters(s, sms / s.cluster));
-        let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
-        let one_wave = sched.filter(|sk| sk.units <= sk.workers);
-        let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
-        let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
-        let calibrated_k = sched.is_some_and(|sk| sk.num_kb as f64 >= CALIBRATED_KB);
-        let up_to_waves = |n: u32| sched.is_some_and(|sk| whole(&sk) && sk.units <= n * sk.workers) && calibrated_k;
-        let (up_to_two_whole_waves, up_to_three_whole_waves) = (up_to_waves(2), up_to_waves(3));
-        let twins_share_the_smaller_operand = kop.m < kop.n;
-        let tile_columns = columns_of_tiles(s, &kop);
-        let square = (s.tile_m, s.tile_n) == SQUARE;
-        let tall = s.tile_m == TALL_M;
-        let long = s.tile_m == LONG_M;
-        let one_row_twin = one_row_of_twins(s, &kop);
-        let columns = match tile_columns {
-            _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
-            _ if s.cluster_along_n => {
-                kop.n <= s.unit_n() as usize
-                    || (kop.m >= kop.n && one_wave_in_halves)
-                    || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
+    kernels
+        .filter(move |s| valid && s.cluster <= sms)
+        .flat_map(move |s| {
+            let kop = for_kernel(s, op).0;
+            if !s.general || refusal(s, &kop).is_some() {
+                return [None, None];
             }
-            // Where one column of tall or long tiles covers the call (a small M, in its form),
-            // the narrow, lean, slim and twin tiles stream the other operand faster (H100,
-            // forced: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×, 2026-12-06;
-            // 104×28672×3584 long128_kk_cm 0.96× against twin112 pairs' 1.06×, 111×5120×27648
-            // 0.92× against slim pairs' 1.02×, 2026-12-07).
-            1 if tall || long => false,
-            // The long tiles side by side, at the K they were measured at (their epilogue is
-            // not held), but not in three columns, where they lost as the trimmed tiles do
-            // (H100, forced, 2026-12-07: 420×18432×7168 0.885× against 0.948× for the wide tile
-            // trimmed in two, 404×8192×6144 0.918× against 0.929×).
-            _ if long => calibrated_k && tile_columns != 3,
-            // The tall tiles wider than 128 where at most an eighth of their units split: split
-            // more, they lost (H200, forced, 2026-12-07: 288×22016×4096, every unit split, 0.84×
-            // cuBLAS against 0.92× for long144_kk_cm; 309×35840×5120, half split, 0.92× against
-            // 0.96×); whole, they were faster than the previous pick at 36 of 41 shapes.
-            _ if tall && s.shifted_last_box() => {
-                calibrated_k && tile_columns != 3 && sched.is_some_and(|sk| 8 * (sk.units - sk.dp_units) <= sk.units)
-            }
-            _ if !s.shifted_last_box() => true,
-            1 => true,
-            2 => (s.tile_m, s.tile_n) != NARROW96,
-            4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
-            5.. => match (s.tile_m, s.tile_n) {
-                MID_TRIM | TRIM => up_to_two_whole_waves,
-                WIDE_TRIM => up_to_three_whole_waves && kop.m >= 2 * s.tile_m as usize,
-                _ => false,
-            },
-            _ => false,
-        };
-        Some(Priced {
-            spec: s,
-            cost: cost(s, &kop, sched),
-            schedule: sched,
-            eligible: shares && columns,
-            shorter_m,
-            twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
-            whole: sched.is_none_or(|sk| whole(&sk)),
-            thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
-            tall: tall && s.tile_n == 128,
-            square,
-            one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
-            one_row_twin,
-            square_whole_within: match (s.tile_m, s.tile_n) {
-                WIDE_TRIM if tile_columns >= 5 => Some(Rule::WideTrimSquare),
-                WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(Rule::WideHalfEmptySquare),
-                _ => None,
-            },
+            let scheduled = priced(s, &kop, sms);
+            // Bound by DRAM, a split gains no bandwidth and pays its fix-ups (`memory_cost`).
+            let whole = Some(priced(s, &kop.stream_k(false), sms))
+                .filter(|w| !scheduled.whole && w.memory_bound() && 4 * w.ctas >= 3 * sms);
+            [Some(scheduled), whole]
         })
-    })
+        .flatten()
+}
+
+/// The time `s`'s tiles take to compute `op` (in `s`'s form) with schedule `sched`, in waves of
+/// 128×256 tiles at their measured rate (see [`Priced::cost`]).
+fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -> f64 {
+    let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
+    let args = op.shape_args();
+    let waves = match sched.filter(|_| op.stream_k) {
+        // With stream-K the last wave may be split: count it in K blocks, and the split part
+        // of the path `SPLIT_PENALTY` longer (split units lose their L2 reuse and wait for
+        // fix-ups); the whole waves before it pay nothing (H200, 65eeaf8, 2026-12-01).
+        Some(sk) if sk.num_kb > 0 => {
+            let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
+            whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
+        }
+        _ => {
+            let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
+            tiles.div_ceil(sms as u64) as f64
+        }
+    };
+    // Between tiles the tensor cores wait for the epilogue, unless the kernel holds the
+    // finished tile and stores it under the next one's MMAs. The efficiencies include the
+    // epilogue's share at the K they were fitted at; only a larger share (a shorter K) counts.
+    let between_tiles = match s.stream_k.map_or(0, |sk| args.k.div_ceil(sk.block_k)) {
+        kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
+        _ => 1.0,
+    };
+    // Trimmed tiles side by side run faster than their one-column rates say
+    // (`TRIM_SIDE_BY_SIDE`, `MID_TRIM_MANY_COLUMNS`).
+    let side_by_side = match ((s.tile_m, s.tile_n), columns_of_tiles(s, op)) {
+        (TRIM, 2..) => TRIM_SIDE_BY_SIDE,
+        (MID_TRIM, 5..) => MID_TRIM_MANY_COLUMNS,
+        _ => 1.0,
+    };
+    // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
+    // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
+    let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
+    waves * between_tiles * area / (rate * side_by_side)
+}
+
+/// The time `s`'s CTAs take to stream `op`'s operands from DRAM and write C (in `s`'s form,
+/// schedule `sched`), in [`compute_cost`]'s units: every operand read once, at the bandwidth of
+/// the CTAs at work (`CTA_STREAM` each, `DRAM_STREAM` in all), and where units are split, the
+/// fix-ups' round trip (`FIXUP_US`) after it.
+fn memory_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -> f64 {
+    let (m, n, k) = (op.m as f64, op.n as f64, op.k as f64);
+    let c_passes = if op.beta != 0.0 { 2.0 } else { 1.0 };
+    let bytes = 2.0 * op.batch as f64 * (m * k + n * k + c_passes * m * n);
+    let stream = |ctas: u32| DRAM_STREAM.min(ctas as f64 * CTA_STREAM);
+    let us = match sched {
+        // Split, every worker streams to the end, then the fix-ups.
+        Some(sk) if op.stream_k && sk.splits() => bytes / stream(sk.workers * s.cluster) + FIXUP_US,
+        // Whole, each wave streams its units' share; the last may hold fewer.
+        Some(sk) if sk.units > 0 => {
+            let (waves, last) = (sk.units / sk.workers, sk.units % sk.workers);
+            let per_unit = bytes / sk.units as f64;
+            let wave = |units: u32| if units == 0 { 0.0 } else { per_unit * units as f64 / stream(units * s.cluster) };
+            waves as f64 * wave(sk.workers) + wave(last)
+        }
+        _ => bytes / stream(sms),
+    };
+    us / (op.k.div_ceil(64).max(1) as f64 * WIDE_KB_US)
+}
+
+/// [`price`]'s weighing of `s` for `kop`, the call in `s`'s form.
+fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
+    // A tile without a cluster reads all of its operands itself: with more than one row and
+    // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
+    // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
+    let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
+    // A tie between the lean tile and its column-major form goes to the form whose M (along
+    // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
+    // tile showed no such rule, so its ties keep the first entry.
+    let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
+    // Tiles that boxes do not divide run side by side only as far as that was measured on
+    // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case below
+    // one measured win:
+    // - the trimmed tiles in two columns, not the 64×96 pair (e92189f);
+    // - the 160-column tiles in four columns: the mid tile trimmed always, the trim tile
+    //   where that is one whole wave (e0716e8);
+    // - twin pairs sharing the larger operand in one wave, each pair at least half a unit
+    //   (de2b36d); in one row of pairs, twins at least as large as the lean tile wherever
+    //   their units are whole, at `ONE_ROW_TWIN` (163c4f7);
+    // - the 160-column tiles in five columns or more, in at most two whole waves at a
+    //   calibrated K (1e44dc6; at K = 1024 they lost at 3 of 6);
+    // - twin pairs sharing the smaller operand in one whole wave, the other side at most
+    //   1.5 times theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
+    //   (`Priced::twin_on_smaller`, 56d947e);
+    // - the wide tile trimmed in five columns or more, in at most three whole waves at a
+    //   calibrated K and two rows of tiles or more (c8c9f88): more waves would take shapes
+    //   such as 12288³, where tuning finds the wide tile faster.
+    // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
+    let sched = s.schedule(&kop.shape_args(), persistent_clusters(s, sms / s.cluster));
+    let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
+    let one_wave = sched.filter(|sk| sk.units <= sk.workers);
+    let one_whole_wave = one_wave.is_some_and(|sk| whole(&sk));
+    let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
+    let calibrated_k = sched.is_some_and(|sk| sk.num_kb as f64 >= CALIBRATED_KB);
+    let up_to_waves = |n: u32| sched.is_some_and(|sk| whole(&sk) && sk.units <= n * sk.workers) && calibrated_k;
+    let (up_to_two_whole_waves, up_to_three_whole_waves) = (up_to_waves(2), up_to_waves(3));
+    let twins_share_the_smaller_operand = kop.m < kop.n;
+    let tile_columns = columns_of_tiles(s, kop);
+    let square = (s.tile_m, s.tile_n) == SQUARE;
+    let tall = s.tile_m == TALL_M;
+    let long = s.tile_m == LONG_M;
+    let one_row_twin = one_row_of_twins(s, kop);
+    let compute = compute_cost(s, kop, sched, sms);
+    // A call with a short side (`SHORT_SIDE`) streams the other operand from DRAM once; the
+    // price of larger calls was fitted without it.
+    let memory = if kop.m.min(kop.n) <= SHORT_SIDE { memory_cost(s, kop, sched, sms) } else { 0.0 };
+    let columns = match tile_columns {
+        // Where one column of tall or long tiles covers the call (a small M, in its form),
+        // the narrow, lean, slim and twin tiles stream the other operand faster (H100,
+        // forced: 117×35840×5120 0.95× cuBLAS against lean pairs' 1.03×, 2026-12-06;
+        // 104×28672×3584 long128_kk_cm 0.96× against twin112 pairs' 1.06×, 111×5120×27648
+        // 0.92× against slim pairs' 1.02×, 2026-12-07).
+        1 if tall || long => false,
+        // Bound by DRAM, tiles that boxes do not divide lose nothing side by side: whole, the
+        // 64×96 pair, twin pairs and the trim tile in 27–64 columns ran 1.01–1.06× cuBLAS where
+        // `auto`'s splits of the tiles allowed ran 0.88–0.95× (H100, `hgemm survey`, 2026-12-07,
+        // 3f41141: 58×5120×5120, 98×5120×5120, 61×6144×4096, 63×9216×4096, 5×12800×1600).
+        _ if memory > compute => true,
+        _ if one_row_twin => s.tile_m * s.tile_n >= LEAN.0 * LEAN.1 && sched.is_some_and(|sk| whole(&sk)),
+        _ if s.cluster_along_n => {
+            kop.n <= s.unit_n() as usize
+                || (kop.m >= kop.n && one_wave_in_halves)
+                || (twins_share_the_smaller_operand && one_whole_wave && 2 * kop.n <= 3 * kop.m && calibrated_k)
+        }
+        // The long tiles side by side, at the K they were measured at (their epilogue is
+        // not held), but not in three columns, where they lost as the trimmed tiles do
+        // (H100, forced, 2026-12-07: 420×18432×7168 0.885× against 0.948× for the wide tile
+        // trimmed in two, 404×8192×6144 0.918× against 0.929×).
+        _ if long => calibrated_k && tile_columns != 3,
+        // The tall tiles wider than 128 where at most an eighth of their units split: split
+        // more, they lost (H200, forced, 2026-12-07: 288×22016×4096, every unit split, 0.84×
+        // cuBLAS against 0.92× for long144_kk_cm; 309×35840×5120, half split, 0.92× against
+        // 0.96×); whole, they were faster than the previous pick at 36 of 41 shapes.
+        _ if tall && s.shifted_last_box() => {
+            calibrated_k && tile_columns != 3 && sched.is_some_and(|sk| !sk.splits_over_an_eighth())
+        }
+        _ if !s.shifted_last_box() => true,
+        1 => true,
+        2 => (s.tile_m, s.tile_n) != NARROW96,
+        4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
+        5.. => match (s.tile_m, s.tile_n) {
+            MID_TRIM | TRIM => up_to_two_whole_waves,
+            WIDE_TRIM => up_to_three_whole_waves && kop.m >= 2 * s.tile_m as usize,
+            _ => false,
+        },
+        _ => false,
+    };
+    Priced {
+        spec: s,
+        cost: compute.max(memory),
+        compute,
+        memory,
+        ctas: sched
+            .map_or(sms, |sk| if whole(&sk) { sk.units.min(sk.workers) * s.cluster } else { sk.workers * s.cluster }),
+        schedule: sched.map(|sk| if whole(&sk) { StreamK::whole(sk.units, sk.num_kb, sk.workers) } else { sk }),
+        eligible: shares && columns,
+        shorter_m,
+        twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
+        whole: sched.is_none_or(|sk| whole(&sk)),
+        thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
+        tall: tall && s.tile_n == 128,
+        square,
+        one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
+        one_row_twin,
+        square_whole_within: match (s.tile_m, s.tile_n) {
+            WIDE_TRIM if tile_columns >= 5 => Some(Rule::WideTrimSquare),
+            WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(Rule::WideHalfEmptySquare),
+            _ => None,
+        },
+    }
 }
 
 /// How many columns of `spec`'s tiles cover `op` (in its form).
@@ -372,6 +448,23 @@ const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
 /// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
 /// 0.5% dearer and ran up to 5.5% faster.
 const WIDE_TRIM_SQUARE: f64 = 1.01;
+
+/// The time of one K block (64 deep) of a 128×256 tile at its rate, µs: the 128×256 tile at
+/// 8192³ on an H100 (about 720 TFLOP/s over 132 SMs). It turns `memory_cost`'s time into waves.
+const WIDE_KB_US: f64 = 0.77;
+/// The longest short side (M or N) of the calls whose price counts DRAM traffic
+/// (`memory_cost`): one row of the 128-long tiles.
+const SHORT_SIDE: usize = 128;
+/// What DRAM streams to all SMs together, bytes per µs: what the H100's decode calls reached
+/// (2.4 TB/s for 64 to 108 CTAs at 58×5120×5120 and 61×6144×4096, launch included, where cuBLAS
+/// reached 2.3; H100, `hgemm survey`, 2026-12-07).
+const DRAM_STREAM: f64 = 2.5e6;
+/// What one CTA streams on its own, bytes per µs: the 24 pairs of 64×128 tiles at
+/// 108×3072×8192 read B at 38 GB/s a CTA (H100, 2026-12-07), so that about 66 CTAs fill DRAM.
+const CTA_STREAM: f64 = 38e3;
+/// The fix-ups' round trip in a split of a call bound by DRAM, µs: the 64×128 pairs split at
+/// 108×3072×8192 took 5.5 µs longer than their DRAM traffic (H100, 2026-12-07).
+const FIXUP_US: f64 = 5.0;
 
 /// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
 /// 2.2–2.6 blocks before it was held (H200, 5ca1795, 2026-11-30), which is what takes held
@@ -462,9 +555,9 @@ pub fn choose_offline<'a>(
     op: &GemmOp,
     sms: u32,
 ) -> Option<(&'a KernelSpec, LaunchShape)> {
-    let spec = choose(kernels, op, sms)?;
+    let (pick, _) = choose_why(kernels, op, sms)?;
     // `choose` picks only entries that support the call.
-    Some((spec, launch_offline(spec, op, sms).ok()?))
+    Some((pick.spec, launch_offline(pick.spec, &op.stream_k(op.stream_k && pick.split()), sms).ok()?))
 }
 
 #[cfg(test)]

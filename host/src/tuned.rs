@@ -96,9 +96,10 @@ impl Choice {
 
     /// What `auto`'s price picks for `op` among `kernels` ([`choose::choose`]) on a device of
     /// `sms` SMs, or on the call's SM budget where it sets a smaller one ([`GemmOp::max_sms`]),
-    /// splitting where the call allows it.
+    /// splitting where the call allows it and the price splits.
     pub fn priced(kernels: impl Iterator<Item = &'static KernelSpec>, op: &GemmOp, sms: u32) -> Option<Choice> {
-        choose::choose(kernels, op, op.sms_on(sms)).map(|kernel| Choice { kernel, split: op.stream_k })
+        choose::choose_why(kernels, op, op.sms_on(sms))
+            .map(|(p, _)| Choice { kernel: p.spec, split: op.stream_k && p.split() })
     }
 }
 

@@ -136,19 +136,23 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert_eq!(pick(128, 16384, 8192), slim);
     // M ≤ 64: one row of thin tiles (measured against slim pairs on the H200, bd045aa,
     // 2026-11-30: 64×4096×4096 1.00× cuBLAS against 0.86×, 16×14336×4096 0.92× against 0.83×).
-    assert_eq!(pick(64, 64, 64), thin);
+    assert_eq!(pick(64, 64, 64), (64, 96)); // One tile: a pair streams at two CTAs' rate.
     assert_eq!(pick(64, 8192, 8192), thin);
     assert_eq!(pick(64, 1024, 8192), thin);
-    assert_eq!(pick(40, 28672, 4096), thin);
+    // Bound by DRAM, whole trim pairs filling the SMs stream it without the thin tiles' fix-ups
+    // (`calls_bound_by_dram_run_whole_units_that_fill_the_sms`).
+    assert_eq!(pick(40, 28672, 4096), (64, 160));
     // M ≤ 32: narrow pairs written column-major, 16 or 32 columns of M (H200, b50a57b,
     // 2026-11-30: 16×14336×4096 0.963× cuBLAS against 0.934×, 32×28672×4096 0.964× against
     // 0.943×), where N, C's contiguous side, is a multiple of 8 as their TMA stores need.
     let (narrow16, narrow32) = ((64, 16), (64, 32));
     assert_eq!(pick(1, 4096, 4096), narrow16);
-    assert_eq!(pick(8, 28672, 4096), narrow16);
+    // (Bound by DRAM, whole trim pairs filling the SMs take 8×28672×4096: 1.011× the split
+    // narrow pairs' speed, H100, 2026-12-07.)
+    assert_eq!(pick(8, 28672, 4096), (64, 160));
     assert_eq!(pick(16, 14336, 4096), narrow16);
     assert_eq!(pick(17, 14336, 4096), narrow32);
-    assert_eq!(pick(32, 28672, 8192), narrow32);
+    assert_eq!(pick(32, 28672, 8192), (128, 112)); // Whole twin pairs, bound by DRAM: 1.018×.
     assert_eq!(pick(16, 14337, 4096), thin);
     // N ≤ 64: one column of thin tiles.
     assert_eq!(pick(4096, 16, 4096), thin);
@@ -160,10 +164,10 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     let narrow96 = (64, 96);
     assert_eq!(pick(65, 4096, 4096), narrow96);
     assert_eq!(pick(96, 8192, 8192), narrow96);
-    assert_eq!(pick(96, 14336, 4096), narrow96);
+    assert_eq!(pick(96, 14336, 4096), (128, 112)); // Bound by DRAM (`calls_bound_by_dram_run_whole_units_that_fill_the_sms`).
     assert_eq!(pick(8192, 96, 8192), narrow96);
     assert_eq!(pick(16384, 72, 4096), narrow96);
-    assert_eq!(pick(100, 4096, 4096), slim);
+    assert_eq!(pick(100, 4096, 4096), (64, 96)); // Bound by DRAM (`calls_bound_by_dram_run_whole_units_that_fill_the_sms`).
     assert_eq!(pick(128, 16384, 8192), slim);
     // M from 129 to 224 at large N: twin pairs with the operands' places traded, so that M
     // is the pair's 160, 192 or 224 columns and the pair shares B, the operand read from
@@ -313,7 +317,7 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert_eq!(name(14336, 160, 4096), "hopper_v7_midtrim_kk");
     assert_eq!(name(144, 14336, 4096), "hopper_v7_midtrim_kk_cm");
     assert_eq!(name(8192, 128, 8192), "hopper_v7_slim_kk");
-    assert_eq!(name(12288, 128, 4096), "hopper_v7_lean_kk_cm");
+    assert_eq!(name(12288, 128, 4096), "hopper_v7_narrow96_kk_cm"); // Bound by DRAM (`calls_bound_by_dram_run_whole_units_that_fill_the_sms`).
     // One row of twin pairs 112 wide at M ≤ 128, whole, where lean or square pairs split
     // (H200, 163c4f7, 2026-11-30: 128×14336×4096 1.02× against 0.92×, 112×14336×4096 0.96×
     // against 0.87–0.89×, 14336×128×4096 1.00× against 0.90×, 128×28672×8192 1.00× against
@@ -330,7 +334,7 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     for (m, n, k) in [(12800, 128, 2048), (13056, 128, 1024), (14720, 128, 8192), (14336, 128, 2048)] {
         assert_eq!(name(m, n, k), "hopper_v7_twin112_kk_cm", "{m}x{n}x{k}");
     }
-    assert_eq!(name(128, 12288, 4096), "hopper_v7_lean_kk");
+    assert_eq!(name(128, 12288, 4096), "hopper_v7_narrow96_kk"); // Bound by DRAM (`calls_bound_by_dram_run_whole_units_that_fill_the_sms`).
     // N or M from 193 to 224 at large M or N: the wide tile trimmed to 224 columns, one
     // column of them, where wide tiles computed 256 (H200, 6fd4060, 2026-11-30: 32768×224×4096 1.00×
     // against 0.86×, 16384×208×4096 0.93× against 0.83×, 208×14336×4096 0.86× against 0.80×
@@ -477,7 +481,7 @@ fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
     let why = |m, n, k| {
         let (s, rule) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
-        (s.name, rule)
+        (s.spec.name, rule)
     };
     // A few hundred rows of M as the tile's 128 columns, N along its 256 rows (H100, forced,
     // 2026-12-06: 855×9024×8704 0.958× cuBLAS against 0.885× for wide tiles split, 836×15360×5120
@@ -496,22 +500,27 @@ fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
 }
 
 #[test]
-fn thin_tiles_spread_every_unit() {
-    // Decode-like calls, M of 1–64 and N = 28672: 448 thin tiles on 132 SMs, or 224 pairs of
-    // narrow ones on 66 pairs. They split every unit (thin tiles: measured 1.3–3% faster than
-    // two whole waves and the rest split); the wide tile keeps its whole waves.
+fn calls_bound_by_dram_run_whole_units_that_fill_the_sms() {
+    // Decode-like calls: M of 1–64 against N = 28672 split every unit of the narrow or thin
+    // tiles; bound by DRAM, whole units that fill the SMs stream as fast without the fix-ups
+    // (H100, forced against those splits, 2026-12-07: 1.014–1.042×).
     let kernels: Vec<&KernelSpec> = hopper_kernels();
-    for (m, k, name, share) in [
-        (1, 8192, "hopper_v7_narrow16_kk_cm", 435),
-        (32, 4096, "hopper_v7_narrow32_kk_cm", 218),
-        (64, 8192, "hopper_v7_thin_kk", 435),
-    ] {
-        let op = GemmOp::new(m, 28672, k);
-        let s = choose(kernels.iter().copied(), &op, 132).unwrap();
-        assert_eq!(s.name, name, "{m}x28672x{k}");
-        let sk = s.schedule(&for_kernel(s, &op).0.shape_args(), 132 / s.cluster).unwrap();
-        assert_eq!((sk.dp_units, sk.share), (0, share), "{m}x28672x{k}: {sk:?}");
-    }
+    let pick = |m, n, k| {
+        let (p, _) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        (p.spec.name, p.split())
+    };
+    assert_eq!(pick(1, 28672, 8192), ("hopper_v7_twin112_kk", false));
+    assert_eq!(pick(32, 28672, 4096), ("hopper_v7_twin112_kk", false));
+    assert_eq!(pick(64, 28672, 8192), ("hopper_v7_trim_kk", false));
+    // The 64×96 pair in one row of many columns, whole, where the split slim pairs ran 0.92× and
+    // it 1.06× cuBLAS (98×5120×5120; `hgemm survey`, H100, 2026-12-07), and column-major where
+    // N is the short side (5989×128×6208: 1.01× against 0.91×).
+    assert_eq!(pick(98, 5120, 5120), ("hopper_v7_narrow96_kk", false));
+    assert_eq!(pick(5989, 128, 6208), ("hopper_v7_narrow96_kk_cm", false));
+    // Whole units that leave a quarter of the SMs idle stay split: 5×4608×36864 ran 0.79× whole
+    // in 72 CTAs against 1.04× split (H100, 2026-12-07).
+    assert_eq!(pick(5, 4608, 36864), ("hopper_v7_narrow16_kk_cm", true));
+    // Larger calls are priced by their tiles alone: the wide tile keeps its whole waves.
     let op = GemmOp::new(8192, 8192, 8192);
     let wide = choose(kernels.iter().copied(), &op, 132).unwrap();
     assert_eq!(wide.schedule(&op.shape_args(), 66).unwrap().dp_units, 14 * 66);
