@@ -515,6 +515,23 @@ mod tests {
     }
 
     #[test]
+    fn the_priced_choice_runs_whole_where_the_price_weighed_the_entry_whole() {
+        let hopper_kernels = || hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper);
+        // Bound by DRAM, 98×5120×5120 runs the 64×96 pair whole (`choose::price`); a call that
+        // splits where the price keeps the split.
+        let whole = GemmOp::new(98, 5120, 5120);
+        let c = Choice::priced(hopper_kernels(), &whole, 132).unwrap();
+        assert_eq!((c.kernel.name, c.split), ("hopper_v7_narrow96_kk", false));
+        assert!(!c.op(&whole).stream_k);
+        let split = GemmOp::new(8192, 8192, 8192);
+        let c = Choice::priced(hopper_kernels(), &split, 132).unwrap();
+        assert_eq!((c.kernel.name, c.split), ("hopper_v7", true));
+        // What `plan` shows without a GPU is that launch: whole tiles, on 108 of 132 SMs.
+        let (spec, shape) = choose::choose_offline(hopper_kernels(), &whole, 132).unwrap();
+        assert_eq!((spec.name, shape.grid * shape.grid_y, shape.split), ("hopper_v7_narrow96_kk", 108, None));
+    }
+
+    #[test]
     fn a_tuned_choice_gives_way_where_its_entry_cannot_write_c() {
         let hopper_kernels = || hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper);
         let op = GemmOp::new(160, 8192, 8192);
