@@ -32,7 +32,7 @@ pub fn run(a: &Plan) -> CliResult {
             continue;
         }
         let spec = pick.spec;
-        let shape = hgemm::plan::launch_offline(spec, &op.stream_k(op.stream_k && pick.split()), device_sms)?;
+        let shape = hgemm::plan::launch_offline(spec, &op.stream_k(pick.split()), device_sms)?;
         println!(
             "{:<20} {:<w$} {:>6} {:>8}  {}",
             format!("{m}x{n}x{k}"),

@@ -46,10 +46,7 @@ pub fn run(a: &Survey) -> CliResult {
         let mut cands: Vec<(&'static KernelSpec, bool)> = Vec::new();
         for p in hgemm::choose::price(gemm.kernels(), &op, d.sms) {
             let splits = p.schedule.is_some_and(|s| s.splits());
-            for c in if splits { [Some((p.spec, true)), Some((p.spec, false))] } else { [Some((p.spec, false)), None] }
-                .into_iter()
-                .flatten()
-            {
+            for c in [(p.spec, splits), (p.spec, false)] {
                 // `price` weighs some entries whole beside their split: each is timed once.
                 if !cands.iter().any(|&(s, sp)| s.name == c.0.name && sp == c.1) {
                     cands.push(c);

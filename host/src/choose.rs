@@ -165,8 +165,6 @@ pub struct Priced<'a> {
     compute: f64,
     /// Its DRAM traffic alone, and the fix-ups' round trip where it splits.
     memory: f64,
-    /// The CTAs at work at once.
-    ctas: u32,
     /// Its stream-K schedule for the call in its form, if it has one (every unit whole where
     /// the call or `price` forgoes the split).
     pub schedule: Option<StreamK>,
@@ -231,8 +229,10 @@ pub fn price<'a: 'b, 'b>(
             }
             let scheduled = priced(s, &kop, sms);
             // Bound by DRAM, a split gains no bandwidth and pays its fix-ups (`memory_cost`).
-            let whole = Some(priced(s, &kop.stream_k(false), sms))
-                .filter(|w| !scheduled.whole && w.memory_bound() && 4 * w.ctas >= 3 * sms);
+            let whole = scheduled.split().then(|| priced(s, &kop.stream_k(false), sms)).filter(|w| {
+                let ctas = w.schedule.map_or(sms, |sk| sk.units.min(sk.workers) * s.cluster);
+                w.memory_bound() && 4 * ctas >= 3 * sms
+            });
             [Some(scheduled), whole]
         })
         .flatten()
@@ -392,8 +392,6 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
         cost: compute.max(memory),
         compute,
         memory,
-        ctas: sched
-            .map_or(sms, |sk| if whole(&sk) { sk.units.min(sk.workers) * s.cluster } else { sk.workers * s.cluster }),
         schedule: sched.map(|sk| if whole(&sk) { StreamK::whole(sk.units, sk.num_kb, sk.workers) } else { sk }),
         eligible: shares && columns,
         shorter_m,
@@ -557,7 +555,7 @@ pub fn choose_offline<'a>(
 ) -> Option<(&'a KernelSpec, LaunchShape)> {
     let (pick, _) = choose_why(kernels, op, sms)?;
     // `choose` picks only entries that support the call.
-    Some((pick.spec, launch_offline(pick.spec, &op.stream_k(op.stream_k && pick.split()), sms).ok()?))
+    Some((pick.spec, launch_offline(pick.spec, &op.stream_k(pick.split()), sms).ok()?))
 }
 
 #[cfg(test)]

@@ -109,8 +109,8 @@ pub fn candidates(
     priced: Choice,
     opts: &TuneOptions,
 ) -> Vec<(Choice, f64)> {
-    let split = choose::price(kernels.iter().copied(), op, sms)
-        .map(|p| (Choice { kernel: p.spec, split: op.stream_k && p.split() }, p.cost));
+    let split =
+        choose::price(kernels.iter().copied(), op, sms).map(|p| (Choice { kernel: p.spec, split: p.split() }, p.cost));
     // The same entries run whole, where their schedule would split (`price` then counts whole waves).
     let whole_op = op.stream_k(false);
     let whole = choose::price(kernels.iter().copied(), &whole_op, sms)

@@ -98,8 +98,7 @@ impl Choice {
     /// `sms` SMs, or on the call's SM budget where it sets a smaller one ([`GemmOp::max_sms`]),
     /// splitting where the call allows it and the price splits.
     pub fn priced(kernels: impl Iterator<Item = &'static KernelSpec>, op: &GemmOp, sms: u32) -> Option<Choice> {
-        choose::choose_why(kernels, op, op.sms_on(sms))
-            .map(|(p, _)| Choice { kernel: p.spec, split: op.stream_k && p.split() })
+        choose::choose_why(kernels, op, op.sms_on(sms)).map(|(p, _)| Choice { kernel: p.spec, split: p.split() })
     }
 }
 
