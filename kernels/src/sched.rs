@@ -170,7 +170,13 @@ impl StreamK {
         if split > (u32::MAX / 2) as u64 {
             return None;
         }
-        let share = (split as u32).div_ceil(workers);
+        // Evenly over every worker; but where there are fewer units than workers, never so thin
+        // that a unit's pieces cost more in fix-ups than they save: the path
+        // `share + THIN_FIXUP_KB × num_kb / share` is shortest at share = √(THIN_FIXUP_KB × num_kb),
+        // and a few units of a very long K then take part of the machine in deeper pieces.
+        let even = (split as u32).div_ceil(workers);
+        let deepest = (THIN_FIXUP_KB as u64 * num_kb as u64).isqrt() as u32;
+        let share = if units < workers && even < deepest { deepest } else { even };
         let sk = StreamK { units, num_kb, workers, dp_units, share };
         if share < MIN_SHARE || sk.path() >= self.path() {
             return None;
@@ -528,10 +534,15 @@ mod tests {
         assert_eq!((sk.dp_units, sk.share), (66, 56), "one wave whole, then 78 units × 47 blocks over 66");
         assert!(check_stream_k(80, 64, 66).splits(), "1.2 waves");
         assert!(!check_stream_k(1000, 1000, 1).splits());
-        // Fewer units than workers and a deep K: split-K in effect (12 + 11 fix-ups of 8 blocks
-        // is still shorter than 128).
+        // Fewer units than workers and a deep K: split-K in effect, each unit in pieces as deep
+        // as √(THIN_FIXUP_KB × 128) = 32 blocks, where the pieces and their fix-ups balance,
+        // not spread thinner over all 66 workers (12 blocks and 11 fix-ups each).
         let sk = check_stream_k(6, 128, 66);
-        assert_eq!((sk.dp_units, sk.share), (0, 12));
+        assert_eq!((sk.dp_units, sk.share), (0, 32));
+        // 179×128×16320 in 64×96 pairs: two units of 255 blocks, in pieces of 45 instead of
+        // whole on two pairs (0.26× cuBLAS whole, 0.63× split; H100, 2026-12-07).
+        let sk = check_stream_k(2, 255, 66);
+        assert_eq!((sk.dp_units, sk.share), (0, 45));
         // Not where it wins only by what fix-ups of FIXUP_KB count: 256×1664×2048 in slim pairs,
         // 26 units of 32 blocks, would be 13 + 3 × 4 = 25 against 32, but 13 + 3 × 8 = 37.
         assert!(!check_stream_k(26, 32, 66).splits());
