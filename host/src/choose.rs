@@ -24,12 +24,6 @@ pub enum Rule {
     /// One whole wave of square pairs in one column gives way to whole twin pairs in one row
     /// priced within `ONE_COLUMN_SQUARE`.
     OneColumnSquare,
-    /// The wide tile trimmed in many columns gives way to whole square pairs priced within
-    /// `WIDE_TRIM_SQUARE`.
-    WideTrimSquare,
-    /// The wide tile with its last column at least half empty gives way to whole square pairs
-    /// priced within `WIDE_HALF_EMPTY_SQUARE`.
-    WideHalfEmptySquare,
     /// Square pairs split with fewer units than pairs give way to whole waves priced within
     /// `THIN_SQUARE_SPLIT`.
     ThinSquareSplit,
@@ -40,20 +34,12 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order `choose` tries them.
-    pub const ALL: [Rule; 5] = [
-        Rule::OneColumnSquare,
-        Rule::WideTrimSquare,
-        Rule::WideHalfEmptySquare,
-        Rule::ThinSquareSplit,
-        Rule::TallSplit,
-    ];
+    pub const ALL: [Rule; 3] = [Rule::OneColumnSquare, Rule::ThinSquareSplit, Rule::TallSplit];
 
     /// The name of the rule's bound in `choose.rs`, which `hgemm plan --why` prints.
     pub fn name(self) -> &'static str {
         match self {
             Rule::OneColumnSquare => "ONE_COLUMN_SQUARE",
-            Rule::WideTrimSquare => "WIDE_TRIM_SQUARE",
-            Rule::WideHalfEmptySquare => "WIDE_HALF_EMPTY_SQUARE",
             Rule::ThinSquareSplit => "THIN_SQUARE_SPLIT",
             Rule::TallSplit => "TALL_SPLIT",
         }
@@ -63,8 +49,6 @@ impl Rule {
     fn bound(self) -> f64 {
         match self {
             Rule::OneColumnSquare => ONE_COLUMN_SQUARE,
-            Rule::WideTrimSquare => WIDE_TRIM_SQUARE,
-            Rule::WideHalfEmptySquare => WIDE_HALF_EMPTY_SQUARE,
             Rule::ThinSquareSplit => THIN_SQUARE_SPLIT,
             Rule::TallSplit => TALL_SPLIT,
         }
@@ -98,8 +82,8 @@ pub fn choose_why<'a>(
 
 /// [`choose_why`]'s pick among `candidates` (eligible, priced), but for the tall tile's rule.
 fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>, Option<Rule>)> {
-    // The cheapest candidate, the cheapest that runs whole units only, the cheapest whole square
-    // pairs and the cheapest whole twin pairs in one row.
+    // The cheapest candidate, the cheapest that runs whole units only and the cheapest whole twin
+    // pairs in one row.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
         Some(a)
             if a.cost
@@ -113,12 +97,10 @@ fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>,
         }
         _ => Some(c),
     };
-    let (best, best_whole, square_whole, one_row_twin_whole) =
-        candidates.fold((None, None, None, None), |(best, whole, square, twin), c| {
-            let square = if c.whole && c.square { cheaper(square, c) } else { square };
-            let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
-            (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, square, twin)
-        });
+    let (best, best_whole, one_row_twin_whole) = candidates.fold((None, None, None), |(best, whole, twin), c| {
+        let twin = if c.whole && c.one_row_twin { cheaper(twin, c) } else { twin };
+        (cheaper(best, c), if c.whole { cheaper(whole, c) } else { whole }, twin)
+    });
     let best = best?;
     // One whole wave of square pairs in one column leaves 10–16 of 66 pairs idle where whole
     // twin pairs in one row (the call in its other form) fill the SMs: twins priced within
@@ -129,19 +111,10 @@ fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>,
     }) {
         return Some((twin, Some(Rule::OneColumnSquare)));
     }
-    // Three whole waves of the wide tile trimmed in many columns cost what five of square pairs
-    // do: square pairs priced within `WIDE_TRIM_SQUARE` take it (H200, forced: faster at 19 of
-    // 20 shapes, 012e30e, 2026-11-30; level after the epilogue fix, 950b5c2, 2026-12-01).
-    //
-    // The wide tile with its last column at least half empty runs slower than priced (the empty
-    // half counts as work): square pairs priced within `WIDE_HALF_EMPTY_SQUARE` take it (H200,
-    // forced: 1.04× over 79 shapes, 6d5f310, 2026-12-01; +2.2% after the epilogue fix,
-    // 81a586b). Where N takes whole wide tiles the two were level: no rule there.
-    if let Some(rule) = best.square_whole_within
-        && let Some(sq) = square_whole.filter(|sq| sq.cost <= best.cost * rule.bound())
-    {
-        return Some((sq, Some(rule)));
-    }
+    // Two rules gave whole square pairs calls of the wide tile with its last column at least
+    // half empty, and of the wide tile trimmed in five columns or more (H200, 2026-12-01). Once
+    // the trimmed wide tile ran side by side they took calls from it and from the wide tile that
+    // ran faster without them: dropped (H100, forced, 2026-12-07; docs/shapes.md, "Rules").
     // Square pairs split with fewer units than pairs run slower than priced: whole waves priced
     // within `THIN_SQUARE_SPLIT` take them (H200, forced: faster at all 14 shapes measured, by
     // 2–15%, 7cab46c, 2026-11-30).
@@ -189,10 +162,6 @@ pub struct Priced<'a> {
     one_wave_in_one_column: bool,
     /// Twin pairs in one row of pairs (see `price`).
     one_row_twin: bool,
-    /// The rule by which whole square pairs may take the call from it: the wide tile trimmed in
-    /// five columns of tiles or more, or the wide tile with its last column at least half empty
-    /// (see `choose`).
-    square_whole_within: Option<Rule>,
 }
 
 impl Priced<'_> {
@@ -403,11 +372,6 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
         square,
         one_wave_in_one_column: tile_columns == 1 && one_wave.is_some(),
         one_row_twin,
-        square_whole_within: match (s.tile_m, s.tile_n) {
-            WIDE_TRIM if tile_columns >= 5 => Some(Rule::WideTrimSquare),
-            WIDE if kop.n.div_ceil(SQUARE.1 as usize) < 2 * tile_columns => Some(Rule::WideHalfEmptySquare),
-            _ => None,
-        },
     }
 }
 
@@ -437,16 +401,6 @@ const TALL_SPLIT: f64 = 1.05;
 const ONE_COLUMN_SQUARE: f64 = 1.03;
 /// The square tile's shape.
 const SQUARE: (u32, u32) = (128, 128);
-/// The wide tile's shape.
-const WIDE: (u32, u32) = (128, 256);
-/// How much dearer whole waves of square pairs may be priced and still take a call from the wide
-/// tile with a half-empty last column (see `choose`): the measured ones were priced up to 5%
-/// dearer, and ran 0.97–1.27× as fast (0.93–1.11× after the epilogue fix, 81a586b).
-const WIDE_HALF_EMPTY_SQUARE: f64 = 1.05;
-/// How much dearer whole waves of square pairs may be priced and still take a call from the wide
-/// tile trimmed in many columns (see `choose`): where they met, the square pairs were priced
-/// 0.5% dearer and ran up to 5.5% faster.
-const WIDE_TRIM_SQUARE: f64 = 1.01;
 
 /// The time of one K block (64 deep) of a 128×256 tile at its rate, µs: the 128×256 tile at
 /// 8192³ on an H100 (about 720 TFLOP/s over 132 SMs). It turns `memory_cost`'s time into waves.

@@ -111,15 +111,15 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert_eq!(pick(3584, 15360, 8192), wide);
     assert_eq!(pick(3072, 1792, 1024), mid);
     assert_eq!(pick(1792, 3072, 1024), mid);
-    // The wide tile, split or whole, with its last column half empty gives way to whole
-    // square pairs priced within 5% (H200, forced, two rounds, 6d5f310, 2026-12-01: 6016×1664×1024
-    // 1.25× the wide tile split's speed, 6400×2688×2048 1.12×, 7808×2176×4096 1.06×;
-    // 7552×1408×1024 1.08–1.10× the wide tile whole's); with whole columns it stays
-    // (2560×4096×4096, priced as far apart, 0.98× as fast).
-    assert_eq!(pick(6016, 1664, 1024), square);
-    assert_eq!(pick(7808, 2176, 4096), square);
-    assert_eq!(pick(6400, 2688, 2048), square);
-    assert_eq!(pick(7552, 1408, 1024), square);
+    // The wide tile with its last column half empty keeps the call, or the wide tile trimmed
+    // takes it, where a rule used to give it to whole square pairs (H200, 2026-12-01: square
+    // pairs 1.06–1.25× as fast); without the rule (H100, forced, 2026-12-07) 7808×2176×4096 ran
+    // 1.09× the square pairs' speed, 6400×2688×2048 1.05×, 6016×1664×1024 1.01×, 7552×1408×1024
+    // 0.97×.
+    assert_eq!(pick(6016, 1664, 1024), (128, 224));
+    assert_eq!(pick(7808, 2176, 4096), wide);
+    assert_eq!(pick(6400, 2688, 2048), wide);
+    assert_eq!(pick(7552, 1408, 1024), wide);
     assert_ne!(pick(2560, 4096, 4096), square);
     // (1280×8192×4096 too: 0.976× against 0.930× for the wide tile split; H100, forced.)
     assert_ne!(pick(1280, 8192, 4096), square);
@@ -399,11 +399,11 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     }
     assert_eq!(name(14336, 256, 4096), "hopper_v7_widetrim_kk_cm");
     assert_eq!(name(12288, 12288, 12288), "hopper_v7");
-    // Except against whole waves of square pairs priced within 1% (H200, 012e30e, 2026-11-30:
-    // 4864×2176×4096 square pairs 0.98× cuBLAS against 0.94–0.95×); against square pairs
-    // split it stays (1536×2176×4096: 1.05× against 0.97×, c8c9f88).
+    // A rule gave whole square pairs priced within 1% these calls (H200, 012e30e, 2026-11-30:
+    // 4864×2176×4096 square pairs 0.98× cuBLAS against 0.94–0.95×); without it the wide tile
+    // trimmed ran 1.04× and 1.09× the square pairs' speed (H100, forced, 2026-12-07).
     for (m, n, k) in [(4864, 2176, 4096), (3200, 3200, 4096)] {
-        assert_eq!(name(m, n, k), "hopper_v7_square_kk", "{m}x{n}x{k}");
+        assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
     }
     // (5504×1920×8192 and 1536×2176×4096 went to long tiles 144 wide when those came: priced,
     // not measured.)
