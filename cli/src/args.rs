@@ -332,6 +332,13 @@ pub struct Plan {
     /// Only the shapes this rule of auto's took.
     #[arg(long, value_name = "NAME", value_parser = parse_rule)]
     pub rule: Option<Rule>,
+    /// Score auto's picks against an `hgemm survey` file: each shape's pick looked up among the
+    /// entries the survey timed, beside the fastest of them (the survey's calls: no layout, beta,
+    /// batch or SM budget of their own).
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "shapes", "sweep", "llm", "random", "why", "rule", "a_layout", "b_layout", "c_layout", "beta", "batch", "max_sms",
+    ])]
+    pub score: Option<PathBuf>,
 }
 
 /// `hgemm survey`.

@@ -8,6 +8,7 @@ mod epilogue;
 mod overhead;
 mod plan;
 mod run;
+mod score;
 mod shapes;
 mod survey;
 mod tune;

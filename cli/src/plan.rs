@@ -15,6 +15,9 @@ use hgemm::KernelSpec;
 pub fn run(a: &Plan) -> CliResult {
     let (device_sms, why, only) = (a.sms(), a.why, a.rule);
     let family = a.family.family();
+    if let Some(path) = &a.score {
+        return crate::score::run(path, family, device_sms);
+    }
     let shapes = a.shapes.or(SWEEP);
     let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);

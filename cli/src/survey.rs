@@ -6,21 +6,21 @@ use crate::CliResult;
 use crate::args::Survey;
 use hgemm::{GemmOp, KernelSpec};
 use hgemm_testing::{self as testing, Cublas};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::Write as _;
 
-/// One shape's line.
-#[derive(Serialize)]
-struct Line<'a> {
-    m: usize,
-    n: usize,
-    k: usize,
+/// One shape's line, as `survey` writes it and `plan --score` reads it.
+#[derive(Serialize, Deserialize)]
+pub struct Line {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
     /// Median ms per call of cuBLAS over every round.
-    cublas: f64,
+    pub cublas: f64,
     /// What `auto` runs: the entry, and whether its schedule splits.
-    auto: (&'a str, bool),
+    pub auto: (String, bool),
     /// Every candidate: the entry, whether it runs split, its median ms per call.
-    timed: Vec<(&'a str, bool, f64)>,
+    pub timed: Vec<(String, bool, f64)>,
 }
 
 pub fn run(a: &Survey) -> CliResult {
@@ -89,11 +89,11 @@ pub fn run(a: &Survey) -> CliResult {
             n,
             k,
             cublas: testing::median(&ms[0]),
-            auto: (auto.kernel.name, auto_splits),
-            timed: cands.iter().zip(&ms[1..]).map(|(&(s, sp), t)| (s.name, sp, testing::median(t))).collect(),
+            auto: (auto.kernel.name.into(), auto_splits),
+            timed: cands.iter().zip(&ms[1..]).map(|(&(s, sp), t)| (s.name.into(), sp, testing::median(t))).collect(),
         };
         let best = line.timed.iter().map(|t| t.2).fold(f64::INFINITY, f64::min);
-        let auto_ms = line.timed.iter().find(|t| (t.0, t.1) == line.auto).map_or(f64::NAN, |t| t.2);
+        let auto_ms = line.timed.iter().find(|t| (&t.0, t.1) == (&line.auto.0, line.auto.1)).map_or(f64::NAN, |t| t.2);
         println!(
             "{m}x{n}x{k}: cuBLAS {:.4} ms, auto {:.3}x, best entry {:.3}x ({} candidates)",
             line.cublas,

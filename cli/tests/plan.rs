@@ -353,3 +353,45 @@ fn plan_takes_the_family_and_the_call() {
         }
     }
 }
+
+/// `--score FILE` looks each surveyed shape's pick up among the entries the survey timed: a
+/// timed pick counts, an untimed one is said, and a line that is no survey line names the file
+/// and the line.
+#[test]
+fn plan_score_reads_auto_s_picks_off_a_survey() {
+    let (wide, _) = pick(8192, 8192, 8192);
+    let (small, small_split) = pick(64, 64, 64);
+    let dir = std::env::temp_dir().join(format!("hgemm-score-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("survey.jsonl");
+    // 8192³: the pick (the wide tile split) at cuBLAS's time, another entry 1.25× as fast; 64³:
+    // only an entry that is not the pick.
+    let other = if small == "hopper_v7_thin_kk" { "hopper_v7_slim_kk" } else { "hopper_v7_thin_kk" };
+    std::fs::write(
+        &file,
+        format!(
+            "{{\"m\":8192,\"n\":8192,\"k\":8192,\"cublas\":2.0,\"auto\":[\"{wide}\",true],\"timed\":[[\"{wide}\",true,2.0],[\"hopper_v7_mid_kk\",false,1.6]]}}\n\
+             {{\"m\":64,\"n\":64,\"k\":64,\"cublas\":0.01,\"auto\":[\"{small}\",{small_split}],\"timed\":[[\"{other}\",false,0.02]]}}\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--score"]).arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line =
+        |prefix: &str| text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{text}")).to_string();
+    let big = line("8192x8192x8192");
+    assert!(big.contains(wide) && big.contains("1.000") && big.contains("1.250 hopper_v7_mid_kk whole"), "{big}");
+    assert!(line("64x64x64").contains("untimed"), "{text}");
+    assert!(
+        text.contains("over 1 shapes: auto's picks 1.000x cuBLAS (0 below 0.95), the fastest timed entry 1.250x")
+            && text.contains("1 picks the survey did not time"),
+        "{text}"
+    );
+    // A line that is not a survey line.
+    std::fs::write(&file, "{\"m\":1}\n").unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--score"]).arg(&file).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("survey.jsonl line 1: missing field"), "{bad:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
