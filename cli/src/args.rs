@@ -339,6 +339,10 @@ pub struct Plan {
         "shapes", "sweep", "llm", "random", "why", "rule", "a_layout", "b_layout", "c_layout", "beta", "batch", "max_sms",
     ])]
     pub score: Option<PathBuf>,
+    /// With --score: per entry and schedule, its time over its price relative to the other
+    /// entries' at each shape, averaged over the file's shapes (above 1: slower than priced).
+    #[arg(long, requires = "score")]
+    pub residuals: bool,
 }
 
 /// `hgemm survey`.

@@ -15,8 +15,10 @@ use hgemm::KernelSpec;
 pub fn run(a: &Plan) -> CliResult {
     let (device_sms, why, only) = (a.sms(), a.why, a.rule);
     let family = a.family.family();
-    if let Some(path) = &a.score {
-        return crate::score::run(path, family, device_sms);
+    match &a.score {
+        Some(path) if a.residuals => return crate::score::residuals_run(path, family, device_sms),
+        Some(path) => return crate::score::run(path, family, device_sms),
+        None => {}
     }
     let shapes = a.shapes.or(SWEEP);
     let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();

@@ -7,6 +7,7 @@
 use crate::CliResult;
 use crate::survey::Line;
 use hgemm::{Family, GemmOp, KernelSpec};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One surveyed shape scored: `auto`'s ratio to cuBLAS where the survey timed its pick, and the
@@ -33,15 +34,68 @@ fn score(line: &Line, entries: &[&KernelSpec], sms: u32) -> Result<(Scored, (&'s
     Ok((Scored { auto, best }, (pick.spec.name, pick.split())))
 }
 
-pub fn run(path: &Path, family: Family, sms: u32) -> CliResult {
+/// Each timed entry's time over its price (`choose::price`, split or whole as timed), relative
+/// to the median of that ratio over the shape's entries: above 1, the entry ran slower than the
+/// price says against the others at that shape. Entries the price does not weigh there are left
+/// out.
+fn residuals(line: &Line, entries: &[&KernelSpec], sms: u32) -> Vec<(String, bool, f64)> {
+    let op = GemmOp::new(line.m, line.n, line.k);
+    let mut costs = BTreeMap::new();
+    for o in [op.stream_k(false), op] {
+        for p in hgemm::choose::price(entries.iter().copied(), &o, sms) {
+            costs.insert((p.spec.name, p.split()), p.cost);
+        }
+    }
+    let mut points: Vec<(String, bool, f64)> = line
+        .timed
+        .iter()
+        .filter_map(|(name, split, ms)| costs.get(&(name.as_str(), *split)).map(|c| (name.clone(), *split, ms / c)))
+        .collect();
+    let mut sorted: Vec<f64> = points.iter().map(|p| p.2).collect();
+    sorted.sort_by(f64::total_cmp);
+    if let Some(&median) = sorted.get(sorted.len() / 2) {
+        points.iter_mut().for_each(|p| p.2 /= median);
+    }
+    points
+}
+
+/// `--residuals`: per entry and schedule, the geometric mean of [`residuals`] over the file's
+/// shapes, and how many it was timed at; where the price's rate for a tile (or form) is off on
+/// these shapes, its entries sit away from 1 together.
+pub fn residuals_run(path: &Path, family: Family, sms: u32) -> CliResult {
+    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
+    let mut by_entry: BTreeMap<(String, bool), Vec<f64>> = BTreeMap::new();
+    for line in read(path)? {
+        for (name, split, r) in residuals(&line, &entries, sms) {
+            by_entry.entry((name, split)).or_default().push(r);
+        }
+    }
+    let mut rows: Vec<_> = by_entry.into_iter().map(|((n, s), v)| (crate::geomean(&v), n, s, v.len())).collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!("time over price, relative to the shape's median entry (above 1: slower than priced)");
+    for (g, name, split, count) in rows {
+        println!("{g:>7.3}  {name:<26} {:<5}  at {count} shapes", if split { "split" } else { "whole" });
+    }
+    Ok(true)
+}
+
+/// The survey lines of `path`, or which line is not one.
+fn read(path: &Path) -> Result<Vec<Line>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, raw)| serde_json::from_str(raw).map_err(|e| format!("{} line {}: {e}", path.display(), i + 1)))
+        .collect()
+}
+
+pub fn run(path: &Path, family: Family, sms: u32) -> CliResult {
     let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
     let how = |split: bool| if split { "split" } else { "whole" };
     println!("{:<20} {:<w$} {:>5}  {:>7}  fastest timed entry", "MxNxK", "auto's pick", "", "auto");
     let (mut auto, mut best, mut untimed) = (Vec::new(), Vec::new(), 0);
-    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let line: Line = serde_json::from_str(raw).map_err(|e| format!("{} line {}: {e}", path.display(), i + 1))?;
+    for line in read(path)? {
         let (s, (name, split)) = score(&line, &entries, sms)?;
         let shown = s.auto.map_or("untimed".to_string(), |r| format!("{r:.3}"));
         println!(

@@ -388,6 +388,18 @@ fn plan_score_reads_auto_s_picks_off_a_survey() {
             && text.contains("1 picks the survey did not time"),
         "{text}"
     );
+    // `--residuals`: each timed entry's time over its price, against the shape's median entry.
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--residuals", "--score"]).arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = |name: &str| text.lines().find(|l| l.contains(&format!(" {name} "))).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row(wide).contains("split  at 1 shapes") && row("hopper_v7_mid_kk").contains("whole  at 1 shapes"),
+        "{text}"
+    );
+    // Two entries at one shape: the median is the slower relative to its price, which reads 1.
+    assert!(text.lines().filter(|l| l.trim_start().starts_with("1.000")).count() >= 1, "{text}");
     // A line that is not a survey line.
     std::fs::write(&file, "{\"m\":1}\n").unwrap();
     let bad = Command::new(env!("CARGO_BIN_EXE_hgemm")).args(["plan", "--score"]).arg(&file).output().unwrap();
