@@ -111,10 +111,11 @@ fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>,
     }) {
         return Some((twin, Some(Rule::OneColumnSquare)));
     }
-    // Two rules gave whole square pairs calls of the wide tile with its last column at least
-    // half empty, and of the wide tile trimmed in five columns or more (H200, 2026-12-01). Once
-    // the trimmed wide tile ran side by side they took calls from it and from the wide tile that
-    // ran faster without them: dropped (H100, forced, 2026-12-07; docs/shapes.md, "Rules").
+    // No rule gives whole square pairs the calls of the wide tile with its last column at least
+    // half empty, or of the wide tile trimmed in many columns: with the trimmed wide tile side
+    // by side, those calls ran faster without one (H100, forced, 2026-12-07; docs/shapes.md,
+    // "Where the price is overruled").
+    //
     // Square pairs split with fewer units than pairs run slower than priced: whole waves priced
     // within `THIN_SQUARE_SPLIT` take them (H200, forced: faster at all 14 shapes measured, by
     // 2–15%, 7cab46c, 2026-11-30).
@@ -279,13 +280,18 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
     // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
     // tile showed no such rule, so its ties keep the first entry.
     let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
-    // Twin pairs (tiles that boxes do not divide, paired along N) run side by side only as far
-    // as that was measured on the H200 (forced against what `auto` ran, two rounds,
-    // 2026-11-30), each case one measured win:
-    // - sharing the larger operand in one wave, each pair at least half a unit (de2b36d); in
+    // Tiles that boxes do not divide run side by side only as far as that was measured on
+    // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case one
+    // measured win, but for the wide tile trimmed (H100, at its arm below):
+    // - the trimmed tiles in two columns, not the 64×96 pair (e92189f);
+    // - the 160-column tiles in four columns: the mid tile trimmed always, the trim tile
+    //   where that is one whole wave (e0716e8);
+    // - the 160-column tiles in five columns or more, in at most two whole waves at a
+    //   calibrated K (1e44dc6; at K = 1024 they lost at 3 of 6);
+    // - twin pairs sharing the larger operand in one wave, each pair at least half a unit (de2b36d); in
     //   one row of pairs, twins at least as large as the lean tile wherever their units are
     //   whole, at `ONE_ROW_TWIN` (163c4f7);
-    // - sharing the smaller operand in one whole wave, the other side at most 1.5 times
+    // - twin pairs sharing the smaller operand in one whole wave, the other side at most 1.5 times
     //   theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
     //   (`Priced::twin_on_smaller`, 56d947e).
     // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
@@ -296,6 +302,7 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
     let one_wave_in_halves = one_wave.is_some_and(|sk| whole(&sk) || sk.share + 1 >= sk.num_kb.div_ceil(2));
     let calibrated_k = sched.is_some_and(|sk| sk.num_kb as f64 >= CALIBRATED_KB);
     let up_to_two_whole_waves = sched.is_some_and(|sk| whole(&sk) && sk.units <= 2 * sk.workers) && calibrated_k;
+    let splits_at_most_an_eighth = sched.is_some_and(|sk| !sk.splits_over_an_eighth());
     let twins_share_the_smaller_operand = kop.m < kop.n;
     let tile_columns = columns_of_tiles(s, kop);
     let square = (s.tile_m, s.tile_n) == SQUARE;
@@ -333,9 +340,7 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
         // more, they lost (H200, forced, 2026-12-07: 288×22016×4096, every unit split, 0.84×
         // cuBLAS against 0.92× for long144_kk_cm; 309×35840×5120, half split, 0.92× against
         // 0.96×); whole, they were faster than the previous pick at 36 of 41 shapes.
-        _ if tall && s.shifted_last_box() => {
-            calibrated_k && tile_columns != 3 && sched.is_some_and(|sk| !sk.splits_over_an_eighth())
-        }
+        _ if tall && s.shifted_last_box() => calibrated_k && tile_columns != 3 && splits_at_most_an_eighth,
         _ if !s.shifted_last_box() => true,
         1 => true,
         2 => (s.tile_m, s.tile_n) != NARROW96,
@@ -343,13 +348,10 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
         // and at most an eighth of its units split, as the tall tiles (H100, forced against the
         // picks before, 2026-12-07: 0.969× cuBLAS against 0.917× over the 19 shapes it moves, 14
         // faster by more than 2%, e.g. 882×4096×14336 0.989× against 0.872×; 962×29568×8192 2.1%
-        // slower). Splitting
-        // more, it lost as often as it won (643×12288×4096 0.97×, 669×7168×5120 1.14× the picks
-        // before); in one row of tiles, its column-major form keeps the call (204×14336×4096
-        // 0.977×).
-        _ if (s.tile_m, s.tile_n) == WIDE_TRIM => {
-            kop.m >= 2 * s.tile_m as usize && sched.is_some_and(|sk| !sk.splits_over_an_eighth())
-        }
+        // slower). Splitting more, it lost as often as it won (643×12288×4096 0.97×,
+        // 669×7168×5120 1.14× the picks before); in one row of tiles, its column-major form keeps
+        // the call (204×14336×4096 0.977×).
+        _ if (s.tile_m, s.tile_n) == WIDE_TRIM => kop.m >= 2 * s.tile_m as usize && splits_at_most_an_eighth,
         4 => (s.tile_m, s.tile_n) == MID_TRIM || ((s.tile_m, s.tile_n) == TRIM && one_whole_wave),
         5.. => match (s.tile_m, s.tile_n) {
             MID_TRIM | TRIM => up_to_two_whole_waves,
