@@ -15,13 +15,13 @@ use hgemm::KernelSpec;
 pub fn run(a: &Plan) -> CliResult {
     let (device_sms, why, only) = (a.sms(), a.why, a.rule);
     let family = a.family.family();
+    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
     match &a.score {
-        Some(path) if a.residuals => return crate::score::residuals_run(path, family, device_sms),
-        Some(path) => return crate::score::run(path, family, device_sms),
+        Some(path) if a.residuals => return crate::score::residuals_run(path, &entries, device_sms),
+        Some(path) => return crate::score::run(path, &entries, device_sms),
         None => {}
     }
     let shapes = a.shapes.or(SWEEP);
-    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>6} {:>8}  schedule", "MxNxK", "kernel", "CTAs", "cluster");
     for (m, n, k) in shapes {

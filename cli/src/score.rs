@@ -6,20 +6,26 @@
 
 use crate::CliResult;
 use crate::survey::Line;
-use hgemm::{Family, GemmOp, KernelSpec};
+use hgemm::{GemmOp, KernelSpec};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// One surveyed shape scored: `auto`'s ratio to cuBLAS where the survey timed its pick, and the
-/// fastest timed entry's.
+/// One surveyed shape scored: `auto`'s pick (entry, split), its ratio to cuBLAS where the survey
+/// timed it, and the fastest timed entry's.
 struct Scored {
+    pick: (&'static str, bool),
     auto: Option<f64>,
     best: (f64, String, bool),
 }
 
+/// How a schedule is named in the survey's terms.
+fn schedule(split: bool) -> &'static str {
+    if split { "split" } else { "whole" }
+}
+
 /// Score `line` for `auto`'s pick among `entries` on `sms` SMs: the survey's calls (row-major A,
 /// column-major B, row-major C, beta 0).
-fn score(line: &Line, entries: &[&KernelSpec], sms: u32) -> Result<(Scored, (&'static str, bool)), String> {
+fn score(line: &Line, entries: &[&'static KernelSpec], sms: u32) -> Result<Scored, String> {
     let (m, n, k) = (line.m, line.n, line.k);
     let (pick, _) = hgemm::choose::choose_why(entries.iter().copied(), &GemmOp::new(m, n, k), sms)
         .ok_or_else(|| format!("{m}x{n}x{k}: no entry computes this call on {sms} SMs"))?;
@@ -31,7 +37,7 @@ fn score(line: &Line, entries: &[&KernelSpec], sms: u32) -> Result<(Scored, (&'s
         .min_by(|a, b| a.2.total_cmp(&b.2))
         .map(|t| (ratio(t.2), t.0.clone(), t.1))
         .ok_or_else(|| format!("{m}x{n}x{k}: the survey timed no entry"))?;
-    Ok((Scored { auto, best }, (pick.spec.name, pick.split())))
+    Ok(Scored { pick: (pick.spec.name, pick.split()), auto, best })
 }
 
 /// Each timed entry's time over its price (`choose::price`, split or whole as timed), relative
@@ -62,11 +68,10 @@ fn residuals(line: &Line, entries: &[&KernelSpec], sms: u32) -> Vec<(String, boo
 /// `--residuals`: per entry and schedule, the geometric mean of [`residuals`] over the file's
 /// shapes, and how many it was timed at; where the price's rate for a tile (or form) is off on
 /// these shapes, its entries sit away from 1 together.
-pub fn residuals_run(path: &Path, family: Family, sms: u32) -> CliResult {
-    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
+pub fn residuals_run(path: &Path, entries: &[&KernelSpec], sms: u32) -> CliResult {
     let mut by_entry: BTreeMap<(String, bool), Vec<f64>> = BTreeMap::new();
     for line in read(path)? {
-        for (name, split, r) in residuals(&line, &entries, sms) {
+        for (name, split, r) in residuals(&line, entries, sms) {
             by_entry.entry((name, split)).or_default().push(r);
         }
     }
@@ -74,7 +79,7 @@ pub fn residuals_run(path: &Path, family: Family, sms: u32) -> CliResult {
     rows.sort_by(|a, b| a.0.total_cmp(&b.0));
     println!("time over price, relative to the shape's median entry (above 1: slower than priced)");
     for (g, name, split, count) in rows {
-        println!("{g:>7.3}  {name:<26} {:<5}  at {count} shapes", if split { "split" } else { "whole" });
+        println!("{g:>7.3}  {name:<26} {:<5}  at {count} shapes", schedule(split));
     }
     Ok(true)
 }
@@ -89,22 +94,22 @@ fn read(path: &Path) -> Result<Vec<Line>, String> {
         .collect()
 }
 
-pub fn run(path: &Path, family: Family, sms: u32) -> CliResult {
-    let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
+/// The table of [`score`] over the file's shapes, and its geometric means.
+pub fn run(path: &Path, entries: &[&'static KernelSpec], sms: u32) -> CliResult {
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
-    let how = |split: bool| if split { "split" } else { "whole" };
     println!("{:<20} {:<w$} {:>5}  {:>7}  fastest timed entry", "MxNxK", "auto's pick", "", "auto");
     let (mut auto, mut best, mut untimed) = (Vec::new(), Vec::new(), 0);
     for line in read(path)? {
-        let (s, (name, split)) = score(&line, &entries, sms)?;
+        let s = score(&line, entries, sms)?;
         let shown = s.auto.map_or("untimed".to_string(), |r| format!("{r:.3}"));
         println!(
-            "{:<20} {name:<w$} {:>5}  {shown:>7}  {:.3} {} {}",
+            "{:<20} {:<w$} {:>5}  {shown:>7}  {:.3} {} {}",
             format!("{}x{}x{}", line.m, line.n, line.k),
-            how(split),
+            s.pick.0,
+            schedule(s.pick.1),
             s.best.0,
             s.best.1,
-            how(s.best.2)
+            schedule(s.best.2)
         );
         match s.auto {
             Some(r) => {
