@@ -109,12 +109,13 @@ pub fn candidates(
     priced: Choice,
     opts: &TuneOptions,
 ) -> Vec<(Choice, f64)> {
-    let split =
-        choose::price(kernels.iter().copied(), op, sms).map(|p| (Choice { kernel: p.spec, split: p.split() }, p.cost));
-    // The same entries run whole, where their schedule would split (`price` then counts whole waves).
+    let priced_as_called: Vec<_> = choose::price(kernels.iter().copied(), op, sms).collect();
+    let split = priced_as_called.iter().map(|p| (Choice { kernel: p.spec, split: p.split() }, p.cost));
+    // The same entries run whole, where they would split (`price` then counts whole waves). The
+    // whole call's schedules never split, so which entries split is read off the call as made.
     let whole_op = op.stream_k(false);
     let whole = choose::price(kernels.iter().copied(), &whole_op, sms)
-        .filter(|p| op.stream_k && p.schedule.is_some_and(|sk| sk.splits()))
+        .filter(|w| priced_as_called.iter().any(|p| p.split() && p.spec.name == w.spec.name))
         .map(|p| (Choice { kernel: p.spec, split: false }, p.cost));
     let mut all: Vec<(Choice, f64)> = split.chain(whole).collect();
     all.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -335,6 +336,12 @@ mod tests {
         );
         let names: Vec<String> = c.iter().map(|x| x.0.describe(&TuneKey::of(&op))).collect();
         assert!(names.iter().any(|s| s == "hopper_v7_mid_kk"), "{names:?}");
+        // And at 8192³, where the wide tile splits its last waves, the wide tile whole.
+        let op = GemmOp::new(8192, 8192, 8192);
+        let wide = choose::choose(kernels(), &op, 132).unwrap();
+        let c = candidates(&hopper, &op, 132, Choice { kernel: wide, split: true }, &opts);
+        let names: Vec<String> = c.iter().map(|x| x.0.describe(&TuneKey::of(&op))).collect();
+        assert!(c.iter().any(|x| x.0 == Choice { kernel: wide, split: false }), "{names:?}");
         // A general call (the GPU test tunes it) has rivals too.
         let general = GemmOp::new(2000, 2000, 2000).c(Layout::ColMajor, 2000).beta(0.5).batched(
             2,
