@@ -42,6 +42,10 @@ pub enum Command {
     /// Time every entry that can compute each shape, whole and split, in turn with cuBLAS, and
     /// write one JSON line a shape: the data `auto`'s model is fitted to.
     Survey(Survey),
+    /// Re-measure the quantities auto's price reads (each tile's rate, the cost of a split, the
+    /// epilogue at a short K, DRAM's and one CTA's bandwidth) and write them as a model (JSON)
+    /// that `--model` loads.
+    Calibrate(Calibrate),
     /// Write the embedded PTX of every family to a directory.
     Ptx(Ptx),
 }
@@ -124,6 +128,10 @@ pub struct Bench {
     /// Load a table `hgemm tune --out` wrote, which auto then runs.
     #[arg(long, value_name = "FILE")]
     pub tuning: Option<PathBuf>,
+    /// Price auto's calls with the model in FILE (JSON, as `hgemm calibrate` writes it) instead
+    /// of the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
     /// Lines `MxNxK KERNEL [split|whole]`: the entry auto runs for that plain call, and the shapes
     /// to run when none are named (a forced comparison with --kernels auto,priced).
     #[arg(long, value_name = "FILE")]
@@ -343,6 +351,24 @@ pub struct Plan {
     /// entries' at each shape, averaged over the file's shapes (above 1: slower than priced).
     #[arg(long, requires = "score")]
     pub residuals: bool,
+    /// Price with the model in FILE (JSON, as `hgemm calibrate` writes it) instead of the
+    /// built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+}
+
+/// `hgemm calibrate`.
+#[derive(Debug, Args)]
+pub struct Calibrate {
+    /// Where to write the model (JSON).
+    #[arg(long, value_name = "FILE", default_value = "model.json")]
+    pub out: PathBuf,
+    /// Timed samples of each probe (the median counts).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+    /// Milliseconds of back-to-back calls per sample.
+    #[arg(long, default_value_t = 30.0)]
+    pub sample_ms: f64,
 }
 
 /// `hgemm survey`.

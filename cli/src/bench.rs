@@ -56,7 +56,10 @@ fn hgemm_kernels_is_ladder(k: &KernelSpec) -> bool {
 }
 
 pub fn run(a: &Bench) -> CliResult {
-    let gemm = open()?;
+    let mut gemm = open()?;
+    if a.model.is_some() {
+        gemm.set_model(crate::model::load(a.model.as_deref(), gemm.kernels())?)?;
+    }
     // `--multi-stream`: a stream of cudarc's own, which puts the context in its multi-stream mode,
     // event tracking on: every call through a `CudaSlice` then waits on the buffers' events and
     // records them, as in a program that made a second stream. `direct` bypasses the tracking.

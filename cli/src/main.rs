@@ -3,8 +3,10 @@
 mod args;
 mod bench;
 mod budget;
+mod calibrate;
 mod chart;
 mod epilogue;
+mod model;
 mod overhead;
 mod plan;
 mod run;
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan::run(a),
         Command::Tune(a) => tune::run(a),
         Command::Survey(a) => survey::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
         Command::Ptx(a) => ptx(a),
     };
     match result {

@@ -16,9 +16,10 @@ pub fn run(a: &Plan) -> CliResult {
     let (device_sms, why, only) = (a.sms(), a.why, a.rule);
     let family = a.family.family();
     let entries: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|k| k.family == family).collect();
+    let model = crate::model::load(a.model.as_deref(), entries.iter().copied())?;
     match &a.score {
-        Some(path) if a.residuals => return crate::score::residuals_run(path, &entries, device_sms),
-        Some(path) => return crate::score::run(path, &entries, device_sms),
+        Some(path) if a.residuals => return crate::score::residuals_run(path, &entries, device_sms, &model),
+        Some(path) => return crate::score::run(path, &entries, device_sms, &model),
         None => {}
     }
     let shapes = a.shapes.or(SWEEP);
@@ -28,10 +29,12 @@ pub fn run(a: &Plan) -> CliResult {
         let op = a.op(m, n, k).within(a.max_sms).on_device(device_sms);
         let sms = op.sms_on(device_sms);
         let (pick, rule) =
-            hgemm::choose::choose_why(entries.iter().copied(), &op, sms).ok_or_else(|| match op.validate_shape() {
-                Err(e) => format!("{m}x{n}x{k}: {e}"),
-                Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
-                Ok(true) => format!("{m}x{n}x{k}: no {} kernel computes this call on {sms} SMs", family.name()),
+            hgemm::choose::choose_why(entries.iter().copied(), &op, sms, &model).ok_or_else(|| {
+                match op.validate_shape() {
+                    Err(e) => format!("{m}x{n}x{k}: {e}"),
+                    Ok(false) => format!("{m}x{n}x{k}: nothing to compute"),
+                    Ok(true) => format!("{m}x{n}x{k}: no {} kernel computes this call on {sms} SMs", family.name()),
+                }
             })?;
         if only.is_some_and(|r| rule != Some(r)) {
             continue;
@@ -49,7 +52,7 @@ pub fn run(a: &Plan) -> CliResult {
         if why {
             // Every entry that can compute the call, cheapest first, as `auto` weighs them; where
             // `choose` takes one with cheaper eligible entries above it, the rule that did.
-            let mut priced: Vec<_> = hgemm::choose::price(entries.iter().copied(), &op, sms).collect();
+            let mut priced: Vec<_> = hgemm::choose::price(entries.iter().copied(), &op, sms, &model).collect();
             priced.sort_by(|a, b| a.cost.total_cmp(&b.cost));
             for p in priced {
                 let split = p.schedule.filter(|sk| sk.splits());

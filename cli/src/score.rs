@@ -6,6 +6,7 @@
 
 use crate::CliResult;
 use crate::survey::Line;
+use hgemm::choose::Model;
 use hgemm::{GemmOp, KernelSpec};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,9 +26,9 @@ fn schedule(split: bool) -> &'static str {
 
 /// Score `line` for `auto`'s pick among `entries` on `sms` SMs: the survey's calls (row-major A,
 /// column-major B, row-major C, beta 0).
-fn score(line: &Line, entries: &[&'static KernelSpec], sms: u32) -> Result<Scored, String> {
+fn score(line: &Line, entries: &[&'static KernelSpec], sms: u32, model: &Model) -> Result<Scored, String> {
     let (m, n, k) = (line.m, line.n, line.k);
-    let (pick, _) = hgemm::choose::choose_why(entries.iter().copied(), &GemmOp::new(m, n, k), sms)
+    let (pick, _) = hgemm::choose::choose_why(entries.iter().copied(), &GemmOp::new(m, n, k), sms, model)
         .ok_or_else(|| format!("{m}x{n}x{k}: no entry computes this call on {sms} SMs"))?;
     let ratio = |ms: f64| line.cublas / ms;
     let auto = line.timed.iter().find(|t| t.0 == pick.spec.name && t.1 == pick.split()).map(|t| ratio(t.2));
@@ -44,11 +45,11 @@ fn score(line: &Line, entries: &[&'static KernelSpec], sms: u32) -> Result<Score
 /// to the median of that ratio over the shape's entries: above 1, the entry ran slower than the
 /// price says against the others at that shape. Entries the price does not weigh there are left
 /// out.
-fn residuals(line: &Line, entries: &[&KernelSpec], sms: u32) -> Vec<(String, bool, f64)> {
+fn residuals(line: &Line, entries: &[&KernelSpec], sms: u32, model: &Model) -> Vec<(String, bool, f64)> {
     let op = GemmOp::new(line.m, line.n, line.k);
     let mut costs = BTreeMap::new();
     for o in [op.stream_k(false), op] {
-        for p in hgemm::choose::price(entries.iter().copied(), &o, sms) {
+        for p in hgemm::choose::price(entries.iter().copied(), &o, sms, model) {
             costs.insert((p.spec.name, p.split()), p.cost);
         }
     }
@@ -68,10 +69,10 @@ fn residuals(line: &Line, entries: &[&KernelSpec], sms: u32) -> Vec<(String, boo
 /// `--residuals`: per entry and schedule, the geometric mean of [`residuals`] over the file's
 /// shapes, and how many it was timed at; where the price's rate for a tile (or form) is off on
 /// these shapes, its entries sit away from 1 together.
-pub fn residuals_run(path: &Path, entries: &[&KernelSpec], sms: u32) -> CliResult {
+pub fn residuals_run(path: &Path, entries: &[&KernelSpec], sms: u32, model: &Model) -> CliResult {
     let mut by_entry: BTreeMap<(String, bool), Vec<f64>> = BTreeMap::new();
     for line in read(path)? {
-        for (name, split, r) in residuals(&line, entries, sms) {
+        for (name, split, r) in residuals(&line, entries, sms, model) {
             by_entry.entry((name, split)).or_default().push(r);
         }
     }
@@ -95,12 +96,12 @@ fn read(path: &Path) -> Result<Vec<Line>, String> {
 }
 
 /// The table of [`score`] over the file's shapes, and its geometric means.
-pub fn run(path: &Path, entries: &[&'static KernelSpec], sms: u32) -> CliResult {
+pub fn run(path: &Path, entries: &[&'static KernelSpec], sms: u32, model: &Model) -> CliResult {
     let w = entries.iter().map(|k| k.name.len()).max().unwrap_or(0);
     println!("{:<20} {:<w$} {:>5}  {:>7}  fastest timed entry", "MxNxK", "auto's pick", "", "auto");
     let (mut auto, mut best, mut untimed) = (Vec::new(), Vec::new(), 0);
     for line in read(path)? {
-        let s = score(&line, entries, sms)?;
+        let s = score(&line, entries, sms, model)?;
         let shown = s.auto.map_or("untimed".to_string(), |r| format!("{r:.3}"));
         println!(
             "{:<20} {:<w$} {:>5}  {shown:>7}  {:.3} {} {}",

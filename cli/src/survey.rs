@@ -44,7 +44,7 @@ pub fn run(a: &Survey) -> CliResult {
         // Each entry once as priced (split where its schedule splits), and once whole where that
         // differs.
         let mut cands: Vec<(&'static KernelSpec, bool)> = Vec::new();
-        for p in hgemm::choose::price(gemm.kernels(), &op, d.sms) {
+        for p in hgemm::choose::price(gemm.kernels(), &op, d.sms, gemm.model()) {
             let splits = p.schedule.is_some_and(|s| s.splits());
             for c in [(p.spec, splits), (p.spec, false)] {
                 // `price` weighs some entries whole beside their split: each is timed once.

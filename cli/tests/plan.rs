@@ -11,7 +11,8 @@ use std::process::Command;
 fn pick(m: usize, n: usize, k: usize) -> (&'static str, bool) {
     let hopper: Vec<&KernelSpec> = hgemm_kernels::kernels().filter(|s| s.family == Family::Hopper).collect();
     let (spec, shape) =
-        choose::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132).expect("a kernel for every shape");
+        choose::choose_offline(hopper.iter().copied(), &GemmOp::new(m, n, k), 132, &hgemm::Model::BUILT_IN)
+            .expect("a kernel for every shape");
     (spec.name, shape.split.is_some())
 }
 

@@ -1,7 +1,10 @@
 //! How `auto` picks a kernel: a price per entry (waves of tiles over the SMs, weighted by each
-//! tile shape's throughput as measured on an H200, and for calls with a short side the time to
-//! stream the operands from DRAM) and a few rules that take a call from the cheapest entry where
-//! the price alone was measured to pick wrong. Plain Rust, no GPU.
+//! tile shape's measured rate, and for calls with a short side the time to stream the operands
+//! from DRAM), read off a [`Model`] of the machine, and a few rules that take a call from the
+//! cheapest entry where the price alone was measured to pick wrong. Plain Rust, no GPU.
+
+mod model;
+pub use model::{Model, TileRate};
 
 use crate::op::GemmOp;
 use crate::plan::{LaunchShape, for_kernel, launch_offline, persistent_clusters, refusal};
@@ -13,8 +16,13 @@ use hgemm_kernels::spec::KernelSpec;
 /// tiles take the least time, counting waves of tiles over the SMs and the work of one tile
 /// relative to the widest (scaled by how efficient the shape measured); see [`price`]. Whether
 /// it runs split by K, [`choose_why`] tells.
-pub fn choose<'a>(kernels: impl Iterator<Item = &'a KernelSpec>, op: &GemmOp, sms: u32) -> Option<&'a KernelSpec> {
-    choose_why(kernels, op, sms).map(|(p, _)| p.spec)
+pub fn choose<'a>(
+    kernels: impl Iterator<Item = &'a KernelSpec>,
+    op: &GemmOp,
+    sms: u32,
+    model: &Model,
+) -> Option<&'a KernelSpec> {
+    choose_why(kernels, op, sms, model).map(|(p, _)| p.spec)
 }
 
 /// A rule of [`choose`] that takes a call from the cheapest entry, where the price alone was
@@ -61,8 +69,9 @@ pub fn choose_why<'a>(
     kernels: impl Iterator<Item = &'a KernelSpec>,
     op: &GemmOp,
     sms: u32,
+    model: &Model,
 ) -> Option<(Priced<'a>, Option<Rule>)> {
-    let candidates: Vec<Priced<'a>> = price(kernels, op, sms).filter(|c| c.eligible).collect();
+    let candidates: Vec<Priced<'a>> = price(kernels, op, sms, model).filter(|c| c.eligible).collect();
     let (best, rule) = pick(candidates.iter().copied())?;
     // The tall tile split runs no faster than whole waves priced up to 4% above it: what `auto`
     // picks without the tall tile, where it runs whole and is priced within `TALL_SPLIT`, takes
@@ -186,6 +195,7 @@ pub fn price<'a: 'b, 'b>(
     kernels: impl Iterator<Item = &'a KernelSpec> + 'b,
     op: &'b GemmOp,
     sms: u32,
+    model: &'b Model,
 ) -> impl Iterator<Item = Priced<'a>> + 'b {
     // A call `validate` refuses whatever the buffers, or one with nothing to compute, has no
     // kernel; nor has a kernel whose cluster is larger than the device.
@@ -194,12 +204,12 @@ pub fn price<'a: 'b, 'b>(
         .filter(move |s| valid && s.cluster <= sms)
         .flat_map(move |s| {
             let kop = for_kernel(s, op).0;
-            if !s.general || refusal(s, &kop).is_some() {
+            let Some(rate) = model.rate(s).filter(|_| s.general && refusal(s, &kop).is_none()) else {
                 return [None, None];
-            }
-            let scheduled = priced(s, &kop, sms);
+            };
+            let scheduled = priced(s, &kop, sms, model, rate);
             // Bound by DRAM, a split gains no bandwidth and pays its fix-ups (`memory_cost`).
-            let whole = scheduled.split().then(|| priced(s, &kop.stream_k(false), sms)).filter(|w| {
+            let whole = scheduled.split().then(|| priced(s, &kop.stream_k(false), sms, model, rate)).filter(|w| {
                 let ctas = w.schedule.map_or(sms, |sk| sk.units.min(sk.workers) * s.cluster);
                 w.memory_bound() && 4 * ctas >= 3 * sms
             });
@@ -209,17 +219,16 @@ pub fn price<'a: 'b, 'b>(
 }
 
 /// The time `s`'s tiles take to compute `op` (in `s`'s form) with schedule `sched`, in waves of
-/// 128×256 tiles at their measured rate (see [`Priced::cost`]).
-fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -> f64 {
+/// 128×256 tiles at their measured rate (`rate`, the model's for the tile; see [`Priced::cost`]).
+fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32, model: &Model, rate: f64) -> f64 {
     let area = (s.tile_m * s.tile_n) as f64 / (128.0 * 256.0);
     let args = op.shape_args();
     let waves = match sched.filter(|_| op.stream_k) {
         // With stream-K the last wave may be split: count it in K blocks, and the split part
-        // of the path `SPLIT_PENALTY` longer (split units lose their L2 reuse and wait for
-        // fix-ups); the whole waves before it pay nothing (H200, 65eeaf8, 2026-12-01).
+        // of the path longer by the model's split penalty.
         Some(sk) if sk.num_kb > 0 => {
             let (whole, path) = (sk.waves_in_step() as f64, sk.path() as f64 / sk.num_kb as f64);
-            whole + (path - whole) * if sk.splits() { SPLIT_PENALTY } else { 1.0 }
+            whole + (path - whole) * if sk.splits() { model.split_penalty } else { 1.0 }
         }
         _ => {
             let tiles = s.scheduler(op.m as u32, op.n as u32).num_tiles() as u64 * s.cluster as u64 * op.batch as u64;
@@ -230,7 +239,7 @@ fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -
     // finished tile and stores it under the next one's MMAs. The efficiencies include the
     // epilogue's share at the K they were fitted at; only a larger share (a shorter K) counts.
     let between_tiles = match s.stream_k.map_or(0, |sk| args.k.div_ceil(sk.block_k)) {
-        kb if kb > 0 && !s.holds_tile => 1.0 + EPILOGUE_KB * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
+        kb if kb > 0 && !s.holds_tile => 1.0 + model.epilogue_kb * (1.0 / kb as f64 - 1.0 / CALIBRATED_KB).max(0.0),
         _ => 1.0,
     };
     // Trimmed tiles side by side run faster than their one-column rates say
@@ -242,22 +251,22 @@ fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -
     };
     // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
     // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
-    let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { tile_efficiency(s) };
+    let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { rate };
     waves * between_tiles * area / (rate * side_by_side)
 }
 
 /// The time `s`'s CTAs take to stream `op`'s operands from DRAM and write C (in `s`'s form,
 /// schedule `sched`), in [`compute_cost`]'s units: every operand read once, at the bandwidth of
-/// the CTAs at work (`CTA_STREAM` each, `DRAM_STREAM` in all), and where units are split, the
-/// fix-ups' round trip (`FIXUP_US`) after it.
-fn memory_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) -> f64 {
+/// the CTAs at work (the model's `cta_stream` each, `dram_stream` in all), and where units are
+/// split, the fix-ups' round trip (`fixup_us`) after it.
+fn memory_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32, model: &Model) -> f64 {
     let (m, n, k) = (op.m as f64, op.n as f64, op.k as f64);
     let c_passes = if op.beta != 0.0 { 2.0 } else { 1.0 };
     let bytes = 2.0 * op.batch as f64 * (m * k + n * k + c_passes * m * n);
-    let stream = |ctas: u32| DRAM_STREAM.min(ctas as f64 * CTA_STREAM);
+    let stream = |ctas: u32| model.dram_stream.min(ctas as f64 * model.cta_stream);
     let us = match sched {
         // Split, every worker streams to the end, then the fix-ups.
-        Some(sk) if op.stream_k && sk.splits() => bytes / stream(sk.workers * s.cluster) + FIXUP_US,
+        Some(sk) if op.stream_k && sk.splits() => bytes / stream(sk.workers * s.cluster) + model.fixup_us,
         // Whole, each wave streams its units' share; the last may hold fewer.
         Some(sk) if sk.units > 0 => {
             let (waves, last) = (sk.units / sk.workers, sk.units % sk.workers);
@@ -267,11 +276,29 @@ fn memory_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32) ->
         }
         _ => bytes / stream(sms),
     };
-    us / (op.k.div_ceil(64).max(1) as f64 * WIDE_KB_US)
+    us / (op.k.div_ceil(64).max(1) as f64 * model.wide_kb_us)
 }
 
-/// [`price`]'s weighing of `s` for `kop`, the call in `s`'s form.
-fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
+/// The time `s`'s tiles take to compute `kop` (the call in `s`'s form, schedule `sched`, its tile
+/// at `rate`) and the time its DRAM traffic takes, in waves of 128×256 tiles ([`Priced::cost`] is
+/// the longer).
+pub(crate) fn cost_parts(
+    s: &KernelSpec,
+    kop: &GemmOp,
+    sched: Option<StreamK>,
+    sms: u32,
+    model: &Model,
+    rate: f64,
+) -> (f64, f64) {
+    let compute = compute_cost(s, kop, sched, sms, model, rate);
+    // A call with a short side (`SHORT_SIDE`) streams the other operand from DRAM once; the
+    // price of larger calls was fitted without it.
+    let memory = if kop.m.min(kop.n) <= SHORT_SIDE { memory_cost(s, kop, sched, sms, model) } else { 0.0 };
+    (compute, memory)
+}
+
+/// [`price`]'s weighing of `s` for `kop`, the call in `s`'s form, its tile at `rate`.
+fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32, model: &Model, rate: f64) -> Priced<'a> {
     // A tile without a cluster reads all of its operands itself: with more than one row and
     // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
     // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
@@ -309,10 +336,7 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32) -> Priced<'a> {
     let tall = s.tile_m == TALL_M;
     let long = s.tile_m == LONG_M;
     let one_row_twin = one_row_of_twins(s, kop);
-    let compute = compute_cost(s, kop, sched, sms);
-    // A call with a short side (`SHORT_SIDE`) streams the other operand from DRAM once; the
-    // price of larger calls was fitted without it.
-    let memory = if kop.m.min(kop.n) <= SHORT_SIDE { memory_cost(s, kop, sched, sms) } else { 0.0 };
+    let (compute, memory) = cost_parts(s, kop, sched, sms, model, rate);
     let columns = match tile_columns {
         // Where one column of tall or long tiles covers the call (a small M, in its form),
         // the narrow, lean, slim and twin tiles stream the other operand faster (H100,
@@ -388,9 +412,6 @@ fn one_row_of_twins(spec: &KernelSpec, op: &GemmOp) -> bool {
     spec.cluster_along_n && op.m <= spec.tile_m as usize && op.n > spec.unit_n() as usize
 }
 
-/// What the split part of a stream-K schedule's path costs beyond its length, as a factor (see
-/// `price`).
-const SPLIT_PENALTY: f64 = 1.10;
 /// How much dearer whole waves may be priced and still take a call from square pairs split with
 /// fewer units than pairs (see `choose`): the measured whole entries were priced 1.2–5.6% above
 /// the split and ran 2–15% faster.
@@ -404,32 +425,14 @@ const ONE_COLUMN_SQUARE: f64 = 1.03;
 /// The square tile's shape.
 const SQUARE: (u32, u32) = (128, 128);
 
-/// The time of one K block (64 deep) of a 128×256 tile at its rate, µs: the 128×256 tile at
-/// 8192³ on an H100 (about 720 TFLOP/s over 132 SMs). It turns `memory_cost`'s time into waves.
-const WIDE_KB_US: f64 = 0.77;
 /// The longest short side (M or N) of the calls whose price counts DRAM traffic
 /// (`memory_cost`): one row of the 128-long tiles.
 const SHORT_SIDE: usize = 128;
-/// What DRAM streams to all SMs together, bytes per µs: what the H100's decode calls reached
-/// (2.4 TB/s for 64 to 108 CTAs at 58×5120×5120 and 61×6144×4096, launch included, where cuBLAS
-/// reached 2.3; H100, `hgemm survey`, 2026-12-07).
-const DRAM_STREAM: f64 = 2.5e6;
-/// What one CTA streams on its own, bytes per µs: the 24 pairs of 64×128 tiles at
-/// 108×3072×8192 read B at 38 GB/s a CTA (H100, 2026-12-07), so that about 66 CTAs fill DRAM.
-const CTA_STREAM: f64 = 38e3;
-/// The fix-ups' round trip in a split of a call bound by DRAM, µs: the 64×128 pairs split at
-/// 108×3072×8192 took 5.5 µs longer than their DRAM traffic (H100, 2026-12-07).
-const FIXUP_US: f64 = 5.0;
-
-/// A tile's epilogue, in K blocks (64 deep) of its MMAs (see `choose`): the 128×256 tile's took
-/// 2.2–2.6 blocks before it was held (H200, 5ca1795, 2026-11-30), which is what takes held
-/// 128×256 tiles over 128×192 ones at large M and N and K of 512–2048, and nowhere else.
-const EPILOGUE_KB: f64 = 2.0;
-/// The shortest K, in blocks, of the measurements `tile_efficiency` was fitted to (3000³,
-/// 3072³): each efficiency already includes the epilogue's share at that depth or deeper.
+/// The shortest K, in blocks, of the measurements the tiles' rates were fitted to (3000³,
+/// 3072³): each rate already includes the epilogue's share at that depth or deeper.
 const CALIBRATED_KB: f64 = 48.0;
 
-/// The lean tile's shape (`tile_m`, `tile_n`): `choose` rates it, and breaks its ties.
+/// The lean tile's shape (`tile_m`, `tile_n`): `choose` breaks its ties.
 const LEAN: (u32, u32) = (64, 192);
 /// The trim tile, the lean one 160 columns wide.
 const TRIM: (u32, u32) = (64, 160);
@@ -447,59 +450,12 @@ const WIDE_TRIM: (u32, u32) = (128, 224);
 const NARROW96: (u32, u32) = (64, 96);
 /// The tall tiles' length: two consumers of two 64-row blocks each, 128 to 160 wide.
 const TALL_M: u32 = 256;
-/// The tall tiles' rate (`tile_efficiency`).
-const TALL_RATE: f64 = 0.95;
-
 /// The long tiles' length: three consumers of one 64-row block, 128 to 176 wide.
 const LONG_M: u32 = 192;
-/// The long tiles' rate (`tile_efficiency`): forced at 8192³ they ran 0.93–0.96 of the wide
-/// tile's speed, at 4096×8192×4096 0.90–0.95 (H100, 2026-12-07), every width and orientation.
-const LONG_RATE: f64 = 0.93;
-
-/// The twin pairs' rate (`tile_efficiency`).
-const TWIN: f64 = 0.85;
 /// The twin pairs' rate in one row of pairs and several columns (`choose`): just under the lean
 /// tile's, so that where both make the same whole wave the lean pairs keep it, while whole twins
 /// take what lean or square pairs split (H200: right at 12 of 14 shapes, 163c4f7, 2026-11-30).
 const ONE_ROW_TWIN: f64 = 0.77;
-/// The lean tile's rate (`tile_efficiency`).
-const LEAN_RATE: f64 = 0.78;
-
-/// Throughput of a tile shape relative to the 128×256 tile, as measured on the H200.
-fn tile_efficiency(s: &KernelSpec) -> f64 {
-    if s.cluster_along_n {
-        // The twin pairs: anything from 0.845 to 0.89 picks the faster entry at 37 of the 38
-        // shapes measured against them (H200, 91ffc57, 2026-11-30).
-        return TWIN;
-    }
-    match (s.tile_m, s.tile_n) {
-        // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
-        // (H200, 5596121, 2026-11-30).
-        LEAN => LEAN_RATE,
-        // The trim tile: 0.75 picks the faster entry on every shape measured against it, where
-        // 0.70 and 0.80 each miss one (H200, 65280de, 2026-11-30).
-        TRIM => 0.75,
-        // The mid tile trimmed to 160 columns: 0.85–0.9 pick the faster entry on every shape
-        // measured against it; 0.8 gives 14336×160×4096 and 144×14336×4096 back to the trim
-        // tile (1–1.5% slower), and 0.95 takes 8192×160×8192 from it, split (H200, 8bff26d).
-        MID_TRIM => 0.9,
-        // The wide tile trimmed to 224 columns: 0.95 picks the faster entry on every shape
-        // measured against it; 0.9 leaves 14336×208×4096 and 208×14336×4096 to mid tiles (7%
-        // slower), and 1.0 takes 8192×208×8192 from split square tiles (not measured).
-        (128, 224) => 0.95,
-        // The tall tiles: 128 wide, 0.95–0.96 of the wide tile's speed at 8192³ (H100, forced,
-        // 2026-12-06); 160 wide 0.95–0.96 at 8192³ and 4096×8192×4096, 144 wide 0.95–0.98 (0.86
-        // column-major at 4096×8192×4096; H200, forced, 2026-12-07).
-        (TALL_M, _) => TALL_RATE,
-        // The long tiles (three consumers).
-        (LONG_M, _) => LONG_RATE,
-        (_, 256..) => 1.0,
-        (_, 192..) => 0.95,
-        (128.., _) => 0.9,
-        _ => 0.75,
-    }
-}
-
 /// What `auto` would run for `op` among `kernels` on a GPU with `sms` SMs, and its launch, worked
 /// out without a GPU (`hgemm plan`): a persistent grid is taken to hold one CTA per SM in
 /// clusters that pair every SM, which is what the H200 reports (`cuOccupancyMaxActiveClusters`:
@@ -509,8 +465,9 @@ pub fn choose_offline<'a>(
     kernels: impl Iterator<Item = &'a KernelSpec>,
     op: &GemmOp,
     sms: u32,
+    model: &Model,
 ) -> Option<(&'a KernelSpec, LaunchShape)> {
-    let (pick, _) = choose_why(kernels, op, sms)?;
+    let (pick, _) = choose_why(kernels, op, sms, model)?;
     // `choose` picks only entries that support the call.
     Some((pick.spec, launch_offline(pick.spec, &op.stream_k(pick.split()), sms).ok()?))
 }

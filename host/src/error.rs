@@ -103,6 +103,9 @@ pub enum Error {
     /// A tuning table that does not fit this handle or does not parse, or tuning that found two
     /// kernels disagreeing, with the reason.
     Tuning(String),
+    /// A model for `auto`'s price ([`Model`](crate::choose::Model)) this build cannot weigh its
+    /// entries with: a tile shape without a rate, or a quantity out of range.
+    InvalidModel(String),
     /// A call that stream capture (CUDA graphs) does not allow, with the reason.
     Graph(String),
     /// A barrier wait timed out in a kernel built with the `hang-guard` feature.
@@ -157,6 +160,7 @@ impl fmt::Display for Error {
                 write!(f, "{kernel} cannot run within a budget of {max_sms} SMs: {reason}")
             }
             Error::Tuning(why) => write!(f, "tuning: {why}"),
+            Error::InvalidModel(why) => write!(f, "model for auto's price: {why}"),
             Error::Graph(why) => write!(f, "CUDA graph capture: {why}"),
             Error::Hang { kernel, report } => write!(f, "{kernel} hung: {report}"),
         }

@@ -1,5 +1,6 @@
 //! The handle: one per CUDA context, holding the loaded module and its kernels.
 
+use crate::choose::Model;
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::graph::Capture;
@@ -73,6 +74,8 @@ pub struct Gemm {
     tuning: RwLock<TuneTable>,
     /// `auto`'s priced choices by call, so that a call like an earlier one skips the price.
     prices: PriceCache,
+    /// What `auto`'s price knows of the device ([`Gemm::set_model`]).
+    model: Model,
     /// The SM budget of every call ([`Gemm::set_max_sms`]); 0 for none.
     max_sms: AtomicU32,
     fill_random: CudaFunction,
@@ -173,6 +176,7 @@ impl Gemm {
             kernels,
             tuning,
             prices: PriceCache::new(),
+            model: Model::BUILT_IN,
             max_sms: AtomicU32::new(0),
             module,
             cubin,

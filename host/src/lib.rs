@@ -112,6 +112,7 @@
 //! 8. [`measure`]: device fills, comparisons and timing, for tuning and the harness.
 //! 9. [`tune`]: measured choices on the caller's GPU ([`Gemm::tune`]).
 #![warn(missing_docs)]
+pub mod calibrate;
 pub mod choose;
 pub mod device;
 pub mod error;
@@ -129,6 +130,8 @@ pub mod tune;
 mod tuned;
 mod workspace;
 
+pub use calibrate::{CalibrateOptions, Calibration};
+pub use choose::Model;
 pub use device::DeviceInfo;
 pub use error::{Error, Lack, Result};
 pub use gemm::{BiasElement, Gemm, Prepared};

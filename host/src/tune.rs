@@ -106,15 +106,16 @@ pub fn candidates(
     kernels: &[&'static KernelSpec],
     op: &GemmOp,
     sms: u32,
+    model: &choose::Model,
     priced: Choice,
     opts: &TuneOptions,
 ) -> Vec<(Choice, f64)> {
-    let priced_as_called: Vec<_> = choose::price(kernels.iter().copied(), op, sms).collect();
+    let priced_as_called: Vec<_> = choose::price(kernels.iter().copied(), op, sms, model).collect();
     let split = priced_as_called.iter().map(|p| (Choice { kernel: p.spec, split: p.split() }, p.cost));
     // The same entries run whole, where they would split (`price` then counts whole waves). The
     // whole call's schedules never split, so which entries split is read off the call as made.
     let whole_op = op.stream_k(false);
-    let whole = choose::price(kernels.iter().copied(), &whole_op, sms)
+    let whole = choose::price(kernels.iter().copied(), &whole_op, sms, model)
         .filter(|w| priced_as_called.iter().any(|p| p.split() && p.spec.name == w.spec.name))
         .map(|p| (Choice { kernel: p.spec, split: false }, p.cost));
     let mut all: Vec<(Choice, f64)> = split.chain(whole).collect();
@@ -211,7 +212,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
     gemm.gemm_with(priced.kernel, stream, &priced.op(op), &a[0], &b[0], &mut reference)?;
     let mut out = stream.clone_dtod(&c_before).map_err(drv("cuMemcpyDtoD"))?;
     let mut timed = Vec::new();
-    for (choice, cost) in candidates(&kernels, op, gemm.device().sms, priced, opts) {
+    for (choice, cost) in candidates(&kernels, op, gemm.device().sms, gemm.model(), priced, opts) {
         let run_op = choice.op(op);
         let mut launches = Vec::with_capacity(sets);
         for s in 0..sets {
@@ -297,6 +298,7 @@ pub(crate) fn measure(gemm: &Gemm, stream: &Arc<CudaStream>, op: &GemmOp, opts: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choose::Model;
     use crate::op::Layout;
     use crate::plan;
     use hgemm_kernels::spec::Family;
@@ -311,9 +313,9 @@ mod tests {
             [(256, 22016, 4096), (8192, 8192, 8192), (2304, 2304, 2304), (640, 3072, 1024), (128, 8192, 8192)]
         {
             let op = GemmOp::new(m, n, k);
-            let pick = choose::choose(kernels(), &op, 132).unwrap();
+            let pick = choose::choose(kernels(), &op, 132, &Model::BUILT_IN).unwrap();
             let priced = Choice { kernel: pick, split: true };
-            let c = candidates(&hopper, &op, 132, priced, &opts);
+            let c = candidates(&hopper, &op, 132, &Model::BUILT_IN, priced, &opts);
             assert_eq!(c[0].0, priced, "{m}x{n}x{k}");
             assert!(c.len() <= opts.max_candidates, "{m}x{n}x{k}: {}", c.len());
             let cheapest = c.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
@@ -331,15 +333,16 @@ mod tests {
             &hopper,
             &op,
             132,
-            Choice { kernel: choose::choose(kernels(), &op, 132).unwrap(), split: true },
+            &Model::BUILT_IN,
+            Choice { kernel: choose::choose(kernels(), &op, 132, &Model::BUILT_IN).unwrap(), split: true },
             &opts,
         );
         let names: Vec<String> = c.iter().map(|x| x.0.describe(&TuneKey::of(&op))).collect();
         assert!(names.iter().any(|s| s == "hopper_v7_mid_kk"), "{names:?}");
         // And at 8192³, where the wide tile splits its last waves, the wide tile whole.
         let op = GemmOp::new(8192, 8192, 8192);
-        let wide = choose::choose(kernels(), &op, 132).unwrap();
-        let c = candidates(&hopper, &op, 132, Choice { kernel: wide, split: true }, &opts);
+        let wide = choose::choose(kernels(), &op, 132, &Model::BUILT_IN).unwrap();
+        let c = candidates(&hopper, &op, 132, &Model::BUILT_IN, Choice { kernel: wide, split: true }, &opts);
         let names: Vec<String> = c.iter().map(|x| x.0.describe(&TuneKey::of(&op))).collect();
         assert!(c.iter().any(|x| x.0 == Choice { kernel: wide, split: false }), "{names:?}");
         // A general call (the GPU test tunes it) has rivals too.
@@ -353,7 +356,8 @@ mod tests {
             &hopper,
             &general,
             132,
-            Choice { kernel: choose::choose(kernels(), &general, 132).unwrap(), split: true },
+            &Model::BUILT_IN,
+            Choice { kernel: choose::choose(kernels(), &general, 132, &Model::BUILT_IN).unwrap(), split: true },
             &opts,
         );
         assert!(c.len() >= 2, "{:?}", c.iter().map(|x| x.0.kernel.name).collect::<Vec<_>>());
@@ -363,7 +367,8 @@ mod tests {
             &hopper,
             &whole,
             132,
-            Choice { kernel: choose::choose(kernels(), &whole, 132).unwrap(), split: false },
+            &Model::BUILT_IN,
+            Choice { kernel: choose::choose(kernels(), &whole, 132, &Model::BUILT_IN).unwrap(), split: false },
             &opts,
         );
         assert!(c.iter().all(|x| !x.0.split));

@@ -97,8 +97,13 @@ impl Choice {
     /// What `auto`'s price picks for `op` among `kernels` ([`choose::choose`]) on a device of
     /// `sms` SMs, or on the call's SM budget where it sets a smaller one ([`GemmOp::max_sms`]),
     /// splitting where the call allows it and the price splits.
-    pub fn priced(kernels: impl Iterator<Item = &'static KernelSpec>, op: &GemmOp, sms: u32) -> Option<Choice> {
-        choose::choose_why(kernels, op, op.sms_on(sms)).map(|(p, _)| Choice { kernel: p.spec, split: p.split() })
+    pub fn priced(
+        kernels: impl Iterator<Item = &'static KernelSpec>,
+        op: &GemmOp,
+        sms: u32,
+        model: &choose::Model,
+    ) -> Option<Choice> {
+        choose::choose_why(kernels, op, op.sms_on(sms), model).map(|(p, _)| Choice { kernel: p.spec, split: p.split() })
     }
 }
 
@@ -114,8 +119,9 @@ pub fn pick(
     op: &GemmOp,
     c: u64,
     sms: u32,
+    model: &choose::Model,
 ) -> Option<Choice> {
-    pick_with(tuned, op, c, |col_major_writable| priced_for(kernels, op, sms, col_major_writable))
+    pick_with(tuned, op, c, |col_major_writable| priced_for(kernels, op, sms, model, col_major_writable))
 }
 
 /// [`pick`] with the price left to `priced`, which is told whether entries that write C
@@ -140,9 +146,10 @@ pub(crate) fn priced_for(
     kernels: impl Iterator<Item = &'static KernelSpec>,
     op: &GemmOp,
     sms: u32,
+    model: &choose::Model,
     col_major_writable: bool,
 ) -> Option<Choice> {
-    Choice::priced(kernels.filter(|k| col_major_writable || !k.c_col_major), op, sms)
+    Choice::priced(kernels.filter(|k| col_major_writable || !k.c_col_major), op, sms, model)
 }
 
 /// `auto`'s priced choices by call, for one handle (its kernels and SM count fixed): a call like
@@ -458,6 +465,7 @@ pub fn shape(k: &TuneKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choose::Model;
 
     fn hopper(name: &str) -> &'static KernelSpec {
         hgemm_kernels::kernels().find(|k| k.name == name && k.family == Family::Hopper).expect(name)
@@ -473,8 +481,13 @@ mod tests {
             .c(Layout::ColMajor, 1000)
             .beta(1.0)
             .batched(3, 1000 * 1000, 1000 * 1000, 1000 * 1000);
-        let pick =
-            choose::choose(hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper), &scaled, 132).unwrap();
+        let pick = choose::choose(
+            hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper),
+            &scaled,
+            132,
+            &Model::BUILT_IN,
+        )
+        .unwrap();
         t.insert(&scaled, Choice { kernel: pick, split: true }).unwrap();
         t.insert(&GemmOp::new(64, 64, 64).stream_k(false), Choice { kernel: hopper("hopper_v7"), split: false })
             .unwrap();
@@ -519,14 +532,14 @@ mod tests {
         // Bound by DRAM, 98×5120×5120 runs the 64×96 pair whole (`choose::price`); a call that
         // splits where the price keeps the split.
         let whole = GemmOp::new(98, 5120, 5120);
-        let c = Choice::priced(hopper_kernels(), &whole, 132).unwrap();
+        let c = Choice::priced(hopper_kernels(), &whole, 132, &Model::BUILT_IN).unwrap();
         assert_eq!((c.kernel.name, c.split), ("hopper_v7_narrow96_kk", false));
         assert!(!c.op(&whole).stream_k);
         let split = GemmOp::new(8192, 8192, 8192);
-        let c = Choice::priced(hopper_kernels(), &split, 132).unwrap();
+        let c = Choice::priced(hopper_kernels(), &split, 132, &Model::BUILT_IN).unwrap();
         assert_eq!((c.kernel.name, c.split), ("hopper_v7", true));
         // What `plan` shows without a GPU is that launch: whole tiles, on 108 of 132 SMs.
-        let (spec, shape) = choose::choose_offline(hopper_kernels(), &whole, 132).unwrap();
+        let (spec, shape) = choose::choose_offline(hopper_kernels(), &whole, 132, &Model::BUILT_IN).unwrap();
         assert_eq!((spec.name, shape.grid * shape.grid_y, shape.split), ("hopper_v7_narrow96_kk", 108, None));
     }
 
@@ -534,15 +547,15 @@ mod tests {
     fn a_tuned_choice_gives_way_where_its_entry_cannot_write_c() {
         let hopper_kernels = || hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper);
         let op = GemmOp::new(160, 8192, 8192);
-        let priced = choose::choose(hopper_kernels(), &op, 132).unwrap();
+        let priced = choose::choose(hopper_kernels(), &op, 132, &Model::BUILT_IN).unwrap();
         assert!(priced.c_col_major, "{}", priced.name);
         let tuned = Some(Choice { kernel: hopper("hopper_v7_lean_kk_cm"), split: true });
-        assert_eq!(pick(tuned, hopper_kernels(), &op, 0x1000, 132), tuned);
+        assert_eq!(pick(tuned, hopper_kernels(), &op, 0x1000, 132, &Model::BUILT_IN), tuned);
         // C from its fifth element, or its rows 8196 elements apart: no entry that writes C
         // column-major takes it, tuned or priced.
         for (op, c) in [(op, 0x1008), (op.c(Layout::RowMajor, 8196), 0x1000)] {
             for tuned in [tuned, None] {
-                let p = pick(tuned, hopper_kernels(), &op, c, 132).unwrap();
+                let p = pick(tuned, hopper_kernels(), &op, c, 132, &Model::BUILT_IN).unwrap();
                 assert!(!p.kernel.c_col_major && plan::supports(p.kernel, &op).is_ok(), "{} at {c:#x}", p.kernel.name);
             }
         }
@@ -557,7 +570,7 @@ mod tests {
             pick_with(None, op, c, |col_major_writable| {
                 cache.get(op, col_major_writable, || {
                     priced.set(priced.get() + 1);
-                    priced_for(hopper_kernels(), op, 132, col_major_writable)
+                    priced_for(hopper_kernels(), op, 132, &Model::BUILT_IN, col_major_writable)
                 })
             })
         };
@@ -588,7 +601,7 @@ mod tests {
             for op in &ops {
                 // C at a 16-byte chunk, and from its fifth element (no column-major entry then).
                 for c in [0x1000, 0x1008] {
-                    let direct = pick(None, hopper_kernels(), op, c, 132);
+                    let direct = pick(None, hopper_kernels(), op, c, 132, &Model::BUILT_IN);
                     assert_eq!(cached(op, c), direct, "{op:?} at {c:#x}, round {round}");
                     if !distinct.contains(&direct) {
                         distinct.push(direct);

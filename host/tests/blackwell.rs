@@ -25,7 +25,7 @@ fn blackwell() -> Vec<&'static KernelSpec> {
 
 /// What `auto` picks on a B200 for `op`.
 fn auto(op: &GemmOp) -> Option<&'static KernelSpec> {
-    choose::choose(blackwell().into_iter(), op, b200().sms)
+    choose::choose(blackwell().into_iter(), op, b200().sms, &hgemm::Model::BUILT_IN)
 }
 
 /// Operands in the orders given, A's and B's rows rounded up to 8 elements apart (TMA's 16

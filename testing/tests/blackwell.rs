@@ -175,7 +175,8 @@ fn blackwell_cases_are_calls_a_b200_takes() {
     // Calls whose units are split by K over the pairs (stream-K), and of those, with beta.
     let (mut split, mut split_beta) = (0, 0);
     for (what, op, c_offset) in &cases {
-        let spec = hgemm::choose::choose(kernels.iter().copied(), op, 148).unwrap_or_else(|| panic!("{what}"));
+        let spec = hgemm::choose::choose(kernels.iter().copied(), op, 148, &hgemm::Model::BUILT_IN)
+            .unwrap_or_else(|| panic!("{what}"));
         assert!(spec.name.starts_with("blackwell_lib_"), "{what}: {}", spec.name);
         entries.insert(spec.name);
         if hgemm::plan::launch_offline(spec, op, 148).unwrap().split.is_some() {
@@ -196,8 +197,8 @@ fn blackwell_cases_are_calls_a_b200_takes() {
     assert!(fused.len() >= 10 && fused.iter().all(|c| c.op.fused()));
     let (mut split, mut split_gated) = (0, 0);
     for case in &fused {
-        let spec =
-            hgemm::choose::choose(kernels.iter().copied(), &case.op, 148).unwrap_or_else(|| panic!("{}", case.what));
+        let spec = hgemm::choose::choose(kernels.iter().copied(), &case.op, 148, &hgemm::Model::BUILT_IN)
+            .unwrap_or_else(|| panic!("{}", case.what));
         assert!(spec.name.starts_with("blackwell_lib_"), "{}: {}", case.what, spec.name);
         if hgemm::plan::launch_offline(spec, &case.op, 148).unwrap().split.is_some() {
             split += 1;

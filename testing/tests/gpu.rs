@@ -312,3 +312,28 @@ fn hopper_sm_budgets_hold_the_grid_and_keep_the_result() {
     assert!(matches!(r, Err(hgemm::Error::SmBudget { .. })), "{r:?}");
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
 }
+
+#[test]
+#[ignore = "needs an H100/H200 (compute capability 9.0): run on the GPU machine with --ignored"]
+fn hopper_calibration_measures_a_model_auto_can_price_with() {
+    let mut gemm = testing::open_family(Family::Hopper);
+    let stream = gemm.context().default_stream();
+    let opts = hgemm::CalibrateOptions { samples: 1, sample_ms: 10.0 };
+    let cal = gemm.calibrate(&stream, &opts).unwrap();
+    let m = &cal.model;
+    println!("{m:?}");
+    // The 128×256 tile is the unit; a K block of its wave takes 0.5–1.5 µs on any Hopper card
+    // (0.77 at about 720 TFLOP/s), and DRAM streams 1–5 TB/s (HBM3 and HBM3e).
+    let wide = gemm.kernels().find(|k| k.name == "hopper_v7").unwrap();
+    assert!((m.rate(wide).unwrap() - 1.0).abs() < 1e-9);
+    assert!((0.5..1.5).contains(&m.wide_kb_us), "{}", m.wide_kb_us);
+    assert!((1e6..5e6).contains(&m.dram_stream), "{}", m.dram_stream);
+    assert!(m.cta_stream > 1e3 && m.cta_stream < m.dram_stream, "{}", m.cta_stream);
+    assert!(m.rates.iter().all(|r| r.rate > 0.2 && r.rate < 1.2), "{:?}", m.rates);
+    // The handle takes it, and prices every call of the sweep with it.
+    gemm.set_model(cal.model.clone()).unwrap();
+    assert_eq!(gemm.model(), &cal.model);
+    for (m, n, k) in [(8192, 8192, 8192), (16, 4096, 4096), (1024, 2048, 4096)] {
+        assert!(gemm.choose(&hgemm::GemmOp::new(m, n, k)).is_some());
+    }
+}

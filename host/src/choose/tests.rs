@@ -8,7 +8,7 @@ use hgemm_kernels::spec::Major;
 #[test]
 fn shapes_no_kernel_can_index_get_no_kernel() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
-    let pick = |op: &GemmOp, sms| choose(kernels.iter().copied(), op, sms).map(|s| s.name);
+    let pick = |op: &GemmOp, sms| choose(kernels.iter().copied(), op, sms, &Model::BUILT_IN).map(|s| s.name);
     // Valid spans, but 2^46 wide tiles or more: every entry's 32-bit tile index would wrap.
     let huge = GemmOp::new(i32::MAX as usize, i32::MAX as usize, 8);
     assert_eq!(pick(&huge, 132), None);
@@ -37,7 +37,7 @@ fn shapes_no_kernel_can_index_get_no_kernel() {
 fn plans_map_each_layout_onto_the_kernel_coordinates() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
     let op = GemmOp::new(300, 200, 64).a(Layout::ColMajor, 304).b(Layout::RowMajor, 200);
-    let spec = choose(kernels.iter().copied(), &op, 132).unwrap();
+    let spec = choose(kernels.iter().copied(), &op, 132, &Model::BUILT_IN).unwrap();
     assert_eq!((spec.a_major, spec.b_major), (Major::MN, Major::MN));
     let p = plan(spec, &op, 0x1000, 0x2000, 0x3000).unwrap();
     // A column-major: K rows of M contiguous elements; B row-major: K rows of N.
@@ -61,28 +61,31 @@ fn offline_functions_refuse_what_gemm_refuses() {
     ] {
         assert!(matches!(supports(v7, &op), Err(Error::InvalidShape(_))), "{op:?}");
         assert!(matches!(shape(v7, &op, 66), Err(Error::InvalidShape(_))), "{op:?}");
-        assert_eq!(choose(kernels.iter().copied(), &op, 132).map(|s| s.name), None);
+        assert_eq!(choose(kernels.iter().copied(), &op, 132, &Model::BUILT_IN).map(|s| s.name), None);
     }
     // Nothing to launch, and no kernel priced, for an empty call.
     for op in [GemmOp::new(0, 128, 128), GemmOp::new(128, 0, 128), GemmOp::new(64, 64, 64).batched(0, 0, 0, 0)] {
         assert!(matches!(shape(v7, &op, 66), Err(Error::InvalidShape(s)) if s.contains("nothing to launch")));
         assert!(matches!(launch_offline(&hopper::v0::SPEC, &op, 132), Err(Error::InvalidShape(_))));
-        assert_eq!(price(kernels.iter().copied(), &op, 132).count(), 0);
+        assert_eq!(price(kernels.iter().copied(), &op, 132, &Model::BUILT_IN).count(), 0);
     }
     // A device too small for a pair holds no pair's persistent grid; one-CTA entries remain.
     let op = GemmOp::new(64, 4096, 4096);
     assert!(
         matches!(launch_offline(v7, &op, 1), Err(Error::Unsupported { reason, .. }) if reason.contains("no cluster"))
     );
-    assert!(price(kernels.iter().copied(), &op, 1).all(|p| p.spec.cluster == 1));
-    assert_eq!(choose_offline(kernels.iter().copied(), &op, 1).map(|(s, l)| (s.cluster, l.grid)), Some((1, 1)));
+    assert!(price(kernels.iter().copied(), &op, 1, &Model::BUILT_IN).all(|p| p.spec.cluster == 1));
+    assert_eq!(
+        choose_offline(kernels.iter().copied(), &op, 1, &Model::BUILT_IN).map(|(s, l)| (s.cluster, l.grid)),
+        Some((1, 1))
+    );
 }
 
 #[test]
 fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
     let pick = |m, n, k| {
-        let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap();
         (s.tile_m, s.tile_n)
     };
     let (wide, mid, square, slim, thin) = ((128, 256), (128, 192), (128, 128), (64, 128), (64, 64));
@@ -174,7 +177,7 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // DRAM (H200, 91ffc57, 2026-11-30: 160×8192×8192 1.02× and 0.97× cuBLAS against 0.87× for
     // trim tiles, which shared A; 192×8192×8192 1.05× against 0.93× for lean tiles,
     // 208×8192×8192 1.00× against 0.90× for square pairs).
-    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap().name;
     for m in [136, 152, 160] {
         assert_eq!(name(m, 8192, 8192), "hopper_v7_twin80_kk_cm", "{m}");
     }
@@ -411,7 +414,7 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert_eq!(name(1536, 2176, 4096), "hopper_v7_long144_kk");
     // A column-major C turns the same calls round: M = 160 is then the kernel's N.
     let col = GemmOp::new(160, 8192, 8192).c(Layout::ColMajor, 160);
-    assert_eq!(choose(kernels.iter().copied(), &col, 132).unwrap().name, "hopper_v7_twin80_kk");
+    assert_eq!(choose(kernels.iter().copied(), &col, 132, &Model::BUILT_IN).unwrap().name, "hopper_v7_twin80_kk");
     // The trim tile takes several columns of tiles with alpha = 1 and beta = 0 only (its last
     // staging box shifted); the narrow tiles, narrower than a box, take one column always.
     let trim = kernels.iter().find(|s| s.name == "hopper_v7_trim_kk").unwrap();
@@ -429,7 +432,7 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     let odd = GemmOp::new(160, 8190, 8192).c(Layout::RowMajor, 8192);
     let cm = kernels.iter().find(|s| s.name == "hopper_v7_lean_kk_cm").unwrap();
     assert!(matches!(supports(cm, &odd), Err(Error::Unsupported { reason, .. }) if reason.contains("multiples of 8")));
-    assert_eq!(choose(kernels.iter().copied(), &odd, 132).unwrap().name, "hopper_v7_square_kk");
+    assert_eq!(choose(kernels.iter().copied(), &odd, 132, &Model::BUILT_IN).unwrap().name, "hopper_v7_square_kk");
     // A dense C whose rows are not 16-byte multiples, written row-major: stored from
     // registers. Written column-major, it is refused before any device call, with the
     // leading dimension named, and `auto` takes another entry.
@@ -443,8 +446,8 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     assert!(
         matches!(supports(cm, &tall), Err(Error::Unsupported { reason, .. }) if reason.contains("leading dimension (8196)"))
     );
-    assert!(!choose(kernels.iter().copied(), &tall, 132).unwrap().c_col_major);
-    assert!(choose(kernels.iter().copied(), &GemmOp::new(160, 8192, 8192), 132).unwrap().c_col_major);
+    assert!(!choose(kernels.iter().copied(), &tall, 132, &Model::BUILT_IN).unwrap().c_col_major);
+    assert!(choose(kernels.iter().copied(), &GemmOp::new(160, 8192, 8192), 132, &Model::BUILT_IN).unwrap().c_col_major);
 }
 
 #[test]
@@ -468,7 +471,7 @@ fn the_issue_sweep_keeps_its_measured_plans() {
     ];
     for ((m, n, k), splits) in wide.into_iter().chain([((128, 8192, 8192), false)]) {
         let op = GemmOp::new(m, n, k);
-        let s = choose(kernels.iter().copied(), &op, 132).unwrap();
+        let s = choose(kernels.iter().copied(), &op, 132, &Model::BUILT_IN).unwrap();
         let expected = if m == 128 { (64, 128) } else { (128, 256) };
         assert_eq!((s.tile_m, s.tile_n), expected, "{m}x{n}x{k}");
         let sk = s.schedule(&op.shape_args(), 132 / s.cluster).unwrap();
@@ -480,7 +483,7 @@ fn the_issue_sweep_keeps_its_measured_plans() {
 fn the_tall_tile_takes_mid_size_calls_its_256_rows_cover_in_fewer_waves() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
     let why = |m, n, k| {
-        let (s, rule) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        let (s, rule) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap();
         (s.spec.name, rule)
     };
     // A few hundred rows of M as the tile's 128 columns, N along its 256 rows (H100, forced,
@@ -509,7 +512,7 @@ fn calls_bound_by_dram_run_whole_units_that_fill_the_sms() {
     // (H100, forced against those splits, 2026-12-07: 1.014–1.042×).
     let kernels: Vec<&KernelSpec> = hopper_kernels();
     let pick = |m, n, k| {
-        let (p, _) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        let (p, _) = choose_why(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap();
         (p.spec.name, p.split())
     };
     assert_eq!(pick(1, 28672, 8192), ("hopper_v7_twin112_kk", false));
@@ -525,7 +528,7 @@ fn calls_bound_by_dram_run_whole_units_that_fill_the_sms() {
     assert_eq!(pick(5, 4608, 36864), ("hopper_v7_narrow16_kk_cm", true));
     // Larger calls are priced by their tiles alone: the wide tile keeps its whole waves.
     let op = GemmOp::new(8192, 8192, 8192);
-    let wide = choose(kernels.iter().copied(), &op, 132).unwrap();
+    let wide = choose(kernels.iter().copied(), &op, 132, &Model::BUILT_IN).unwrap();
     assert_eq!(wide.schedule(&op.shape_args(), 66).unwrap().dp_units, 14 * 66);
 }
 
@@ -538,7 +541,7 @@ fn hopper_kernels() -> Vec<&'static KernelSpec> {
 #[test]
 fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
-    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap().name;
     // Written column-major, 192 rows along N and M in a few columns (H100, forced, 2026-12-07,
     // against the picks before: 2059×4096×4096 0.961× cuBLAS against 0.884×, 820×4096×16384 0.915×
     // against 0.816×, 555×6144×4096 0.965× against 0.866×,
@@ -553,7 +556,8 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
     ] {
         assert_eq!(name(m, n, k), entry, "{m}x{n}x{k}");
     }
-    let long = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().tile_m == 192;
+    let long =
+        |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap().tile_m == 192;
     // Not in one column of tiles (104×28672×3584: 0.96× against twin112 pairs' 1.06×), nor in
     // three (420×18432×7168: 0.885× against the wide tile trimmed's 0.948×), nor below the K
     // they were measured at.
@@ -568,7 +572,7 @@ fn the_long_tiles_take_mid_size_calls_they_cover_in_few_columns_and_full_waves()
 #[test]
 fn the_tall_tiles_144_and_160_wide_take_calls_they_run_whole() {
     let kernels: Vec<&KernelSpec> = hopper_kernels();
-    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap().name;
+    let name = |m, n, k| choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap().name;
     // Written column-major, 256 rows along N and M in columns of 144 or 160 (H200, forced,
     // 2026-12-07, against the picks before: 827×5120×5120 0.966× cuBLAS against 0.832× for the
     // mid tile trimmed, 1293×3584×14336 0.986× against 0.856× for the mid tile, 610×8192×8192
@@ -588,7 +592,7 @@ fn the_tall_tiles_144_and_160_wide_take_calls_they_run_whole() {
     // Not where more than an eighth of their units split (288×22016×4096, every unit: 0.84×
     // against long144_kk_cm's 0.92×; 309×35840×5120, half: 0.92× against 0.96×).
     let wider_tall = |m, n, k| {
-        let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132).unwrap();
+        let s = choose(kernels.iter().copied(), &GemmOp::new(m, n, k), 132, &Model::BUILT_IN).unwrap();
         s.tile_m == 256 && s.tile_n > 128
     };
     assert!(!wider_tall(288, 22016, 4096));

@@ -1,9 +1,10 @@
 //! The handle's choice of kernel: `auto`'s pick, tuned choices first, and the tuning table.
 
 use super::Gemm;
+use crate::choose::Model;
 use crate::error::Result;
 use crate::op::GemmOp;
-use crate::tuned::{self, Choice, TuneTable};
+use crate::tuned::{self, Choice, PriceCache, TuneTable};
 use hgemm_kernels::spec::KernelSpec;
 
 impl Gemm {
@@ -26,7 +27,7 @@ impl Gemm {
         let op = &self.budgeted(op);
         tuned::pick_with(self.tuned(op), op, c, |col_major_writable| {
             self.prices.get(op, col_major_writable, || {
-                tuned::priced_for(self.kernels(), op, self.info.sms, col_major_writable)
+                tuned::priced_for(self.kernels(), op, self.info.sms, &self.model, col_major_writable)
             })
         })
     }
@@ -35,7 +36,24 @@ impl Gemm {
     /// budget, whatever is tuned.
     pub fn priced(&self, op: &GemmOp) -> Option<Choice> {
         let op = &self.budgeted(op);
-        Choice::priced(self.kernels(), op, self.info.sms)
+        Choice::priced(self.kernels(), op, self.info.sms, &self.model)
+    }
+
+    /// The model of this device that `auto`'s price reads ([`Model::BUILT_IN`] unless
+    /// [`Gemm::set_model`] set another).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Price every later call with `model` (one [`Gemm::calibrate`] measured on this device, say,
+    /// or loaded from its JSON with the `serde` feature). Refused with [`Error::InvalidModel`]
+    /// where it lacks a rate for one of this family's tiles or a quantity is out of range; the
+    /// handle's model is then unchanged. Tuned choices are kept: they were measured.
+    pub fn set_model(&mut self, model: Model) -> Result<()> {
+        model.check(self.kernels())?;
+        self.model = model;
+        self.prices = PriceCache::new();
+        Ok(())
     }
 
     fn tuned(&self, op: &GemmOp) -> Option<Choice> {

@@ -3,6 +3,7 @@
 //! with [`Error::SmBudget`], before anything reaches a GPU.
 
 use super::*;
+use crate::choose::Model;
 use crate::tuned::{Choice, pick};
 use hgemm_kernels::hopper;
 use hgemm_kernels::spec::Family;
@@ -106,7 +107,7 @@ fn entries_that_cannot_keep_a_budget_are_refused_with_the_reason() {
     for spec in hgemm_kernels::kernels() {
         assert!(matches!(supports(spec, &zero), Err(Error::SmBudget { max_sms: 0, .. })), "{}", spec.name);
     }
-    assert!(Choice::priced(hopper_kernels(), &zero, 132).is_none());
+    assert!(Choice::priced(hopper_kernels(), &zero, 132, &Model::BUILT_IN).is_none());
     // The message names the kernel, the budget and why.
     let text = supports(&hopper::v0::SPEC, &op.max_sms(100)).unwrap_err().to_string();
     assert!(
@@ -120,7 +121,7 @@ fn auto_picks_only_entries_that_keep_the_budget_and_prices_on_its_sms() {
     for op in ops() {
         for budget in [132, 120, 96, 66, 7, 2, 1] {
             let held = op.max_sms(budget);
-            let Some(c) = Choice::priced(hopper_kernels(), &held, 132) else {
+            let Some(c) = Choice::priced(hopper_kernels(), &held, 132, &Model::BUILT_IN) else {
                 // Only one SM leaves nothing: every entry `auto` weighs here has pairs, and the
                 // entries without a cluster are priced only where a pair would share nothing.
                 assert_eq!(budget, 1, "{op:?}");
@@ -131,15 +132,18 @@ fn auto_picks_only_entries_that_keep_the_budget_and_prices_on_its_sms() {
             // Priced on the budget's SMs: what `choose` picks for a device of that many.
             assert_eq!(
                 Some(c.kernel.name),
-                crate::choose::choose(hopper_kernels(), &held, budget).map(|k| k.name),
+                crate::choose::choose(hopper_kernels(), &held, budget, &Model::BUILT_IN).map(|k| k.name),
                 "{op:?} on {budget}"
             );
         }
         // The full device's budget is no budget.
-        assert_eq!(Choice::priced(hopper_kernels(), &op.max_sms(132), 132), Choice::priced(hopper_kernels(), &op, 132));
+        assert_eq!(
+            Choice::priced(hopper_kernels(), &op.max_sms(132), 132, &Model::BUILT_IN),
+            Choice::priced(hopper_kernels(), &op, 132, &Model::BUILT_IN)
+        );
     }
     // One SM: only an entry without a cluster keeps it.
-    let one = Choice::priced(hopper_kernels(), &GemmOp::new(16, 4096, 4096).max_sms(1), 132).unwrap();
+    let one = Choice::priced(hopper_kernels(), &GemmOp::new(16, 4096, 4096).max_sms(1), 132, &Model::BUILT_IN).unwrap();
     assert_eq!(one.kernel.cluster, 1, "{}", one.kernel.name);
 }
 
@@ -147,17 +151,21 @@ fn auto_picks_only_entries_that_keep_the_budget_and_prices_on_its_sms() {
 fn tuned_choices_give_way_where_their_entry_cannot_keep_the_budget() {
     let op = GemmOp::new(4096, 4096, 4096);
     let paired = Some(Choice { kernel: &hopper::v7::SPEC, split: true });
-    assert_eq!(pick(paired, hopper_kernels(), &op, 0x1000, 132), paired);
-    assert_eq!(pick(paired, hopper_kernels(), &op.max_sms(64), 0x1000, 132), paired, "kept: its grid is cut");
+    assert_eq!(pick(paired, hopper_kernels(), &op, 0x1000, 132, &Model::BUILT_IN), paired);
+    assert_eq!(
+        pick(paired, hopper_kernels(), &op.max_sms(64), 0x1000, 132, &Model::BUILT_IN),
+        paired,
+        "kept: its grid is cut"
+    );
     // Its pairs do not fit one SM: `auto` prices among those that do.
     let thin = GemmOp::new(16, 4096, 4096).max_sms(1);
-    let one = pick(paired, hopper_kernels(), &thin, 0x1000, 132).unwrap();
+    let one = pick(paired, hopper_kernels(), &thin, 0x1000, 132, &Model::BUILT_IN).unwrap();
     assert!(one.kernel.cluster == 1 && supports(one.kernel, &thin).is_ok(), "{}", one.kernel.name);
-    assert_eq!(pick(paired, hopper_kernels(), &op.max_sms(1), 0x1000, 132), None);
+    assert_eq!(pick(paired, hopper_kernels(), &op.max_sms(1), 0x1000, 132, &Model::BUILT_IN), None);
     // A ladder entry with one CTA per tile, however it got into a table, is never run under one.
     let per_tile = Some(Choice { kernel: &hopper::v0::SPEC, split: false });
-    assert_eq!(pick(per_tile, hopper_kernels(), &op, 0x1000, 132), per_tile);
-    let held = pick(per_tile, hopper_kernels(), &op.max_sms(100), 0x1000, 132).unwrap();
+    assert_eq!(pick(per_tile, hopper_kernels(), &op, 0x1000, 132, &Model::BUILT_IN), per_tile);
+    let held = pick(per_tile, hopper_kernels(), &op.max_sms(100), 0x1000, 132, &Model::BUILT_IN).unwrap();
     assert_eq!(held.kernel.grid, Grid::Persistent, "{}", held.kernel.name);
 }
 
