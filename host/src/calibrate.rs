@@ -61,17 +61,17 @@ pub struct Probe {
 }
 
 /// The rates' call: 2112 tiles of 128×256, sixteen whole waves on 132 SMs, at a K of 64 blocks.
-const RATE_SHAPE: (usize, usize, usize) = (8448, 8192, 4096);
+pub const RATE_SHAPE: (usize, usize, usize) = (8448, 8192, 4096);
 /// The epilogue's call: the rates' M and N at a K of 16 blocks.
-const EPILOGUE_SHAPE: (usize, usize, usize) = (8448, 8192, 1024);
+pub const EPILOGUE_SHAPE: (usize, usize, usize) = (8448, 8192, 1024);
 /// The split penalty's calls: a few tiles over a long K, each split by the 128×256 tile.
-const SPLIT_SHAPES: [(usize, usize, usize); 4] =
+pub const SPLIT_SHAPES: [(usize, usize, usize); 4] =
     [(1024, 22016, 4096), (2048, 5120, 5120), (768, 6144, 8192), (512, 4096, 16384)];
 /// Decode calls, bound by DRAM.
-const DRAM_SHAPES: [(usize, usize, usize); 2] = [(64, 16384, 8192), (32, 28672, 4096)];
+pub const DRAM_SHAPES: [(usize, usize, usize); 2] = [(64, 16384, 8192), (32, 28672, 4096)];
 /// The call of few units bound by what each CTA streams, whole and split: 24 units of the
 /// narrowest tile on an H100.
-const CTA_SHAPE: (usize, usize, usize) = (16, 3072, 8192);
+pub const CTA_SHAPE: (usize, usize, usize) = (16, 3072, 8192);
 
 /// The reference tile: its rate is 1 by definition.
 const WIDE: (u32, u32) = (128, 256);

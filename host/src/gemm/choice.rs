@@ -46,7 +46,7 @@ impl Gemm {
     }
 
     /// Price every later call with `model` (one [`Gemm::calibrate`] measured on this device, say,
-    /// or loaded from its JSON with the `serde` feature). Refused with [`Error::InvalidModel`]
+    /// or loaded from its JSON with the `serde` feature). Refused with [`Error::InvalidModel`](crate::Error::InvalidModel)
     /// where it lacks a rate for one of this family's tiles or a quantity is out of range; the
     /// handle's model is then unchanged. Tuned choices are kept: they were measured.
     pub fn set_model(&mut self, model: Model) -> Result<()> {
