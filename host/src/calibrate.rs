@@ -256,10 +256,9 @@ pub struct Calibration {
 }
 
 impl Gemm {
-    /// Re-measure `auto`'s model on this device ([`probes`], then [`fit`]): about a hundred calls
-    /// of 0.05–5 ms, each timed `opts.samples` times over inputs rotated beyond L2, under a
-    /// minute on an H100. The handle's model is not changed: [`Gemm::set_model`] takes the
-    /// result.
+    /// Re-measure `auto`'s model on this device ([`probes`], then [`fit`]): 95 probe calls of
+    /// 0.05–5 ms on an H100, each timed `opts.samples` times over inputs rotated beyond L2. The
+    /// handle's model is not changed: [`Gemm::set_model`] takes the result.
     pub fn calibrate(&self, stream: &Arc<CudaStream>, opts: &CalibrateOptions) -> Result<Calibration> {
         if opts.samples == 0 || opts.sample_ms.is_nan() || opts.sample_ms <= 0.0 {
             return Err(Error::InvalidModel(format!(
