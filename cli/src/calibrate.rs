@@ -4,7 +4,6 @@
 
 use crate::CliResult;
 use crate::args::Calibrate;
-use hgemm::calibrate::Quantity;
 use hgemm::{CalibrateOptions, Model};
 
 pub fn run(a: &Calibrate) -> CliResult {
@@ -21,15 +20,14 @@ pub fn run(a: &Calibrate) -> CliResult {
     }
     let (m, b) = (&cal.model, Model::BUILT_IN);
     println!("quantity          measured    built in");
-    for (q, x, y) in [
-        (Quantity::SplitPenalty, m.split_penalty, b.split_penalty),
-        (Quantity::Epilogue, m.epilogue_kb, b.epilogue_kb),
-        (Quantity::Rate, m.wide_kb_us, b.wide_kb_us),
-        (Quantity::Dram, m.dram_stream, b.dram_stream),
-        (Quantity::CtaStream, m.cta_stream, b.cta_stream),
-        (Quantity::Fixup, m.fixup_us, b.fixup_us),
+    for (name, x, y) in [
+        ("split_penalty", m.split_penalty, b.split_penalty),
+        ("epilogue_kb", m.epilogue_kb, b.epilogue_kb),
+        ("wide_kb_us", m.wide_kb_us, b.wide_kb_us),
+        ("dram_stream", m.dram_stream, b.dram_stream),
+        ("cta_stream", m.cta_stream, b.cta_stream),
+        ("fixup_us", m.fixup_us, b.fixup_us),
     ] {
-        let name = if q == Quantity::Rate { "wide_kb_us" } else { q.name() };
         println!("{name:<16} {x:>10.4} {y:>10.4}");
     }
     for r in m.rates.iter() {

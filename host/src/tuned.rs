@@ -152,10 +152,11 @@ pub(crate) fn priced_for(
     Choice::priced(kernels.filter(|k| col_major_writable || !k.c_col_major), op, sms, model)
 }
 
-/// `auto`'s priced choices by call, for one handle (its kernels and SM count fixed): a call like
-/// one made before skips the price, which weighs every entry's schedules (1.6–2.2 µs a call on
-/// the CI machine, a third of what `gemm` costs the host). The price depends on nothing else, so
-/// nothing invalidates an entry; tuned choices are looked up before it. Bounded: it starts again
+/// `auto`'s priced choices by call, for one handle (its kernels and SM count fixed, its model
+/// fixed until [`Gemm::set_model`](crate::Gemm::set_model) replaces the cache): a call like one
+/// made before skips the price, which weighs every entry's schedules (1.6–2.2 µs a call on the CI
+/// machine, a third of what `gemm` costs the host). The price depends on nothing else, so nothing
+/// else invalidates an entry; tuned choices are looked up before it. Bounded: it starts again
 /// empty once it holds [`PriceCache::CAPACITY`] calls (a program of ever new shapes pays the
 /// price it paid without the cache).
 pub(crate) struct PriceCache(RwLock<HashMap<PriceKey, Option<Choice>>>);
