@@ -135,7 +135,7 @@ fn the_llm_table_is_what_plan_llm_runs() {
 #[test]
 fn plan_why_lists_the_prices_auto_weighs() {
     let out = Command::new(env!("CARGO_BIN_EXE_hgemm"))
-        .args(["plan", "--why", "--shapes", "8192x8192x8192,4352x256x4096"])
+        .args(["plan", "--why", "--shapes", "8192x8192x8192,229x5120x13824"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -161,19 +161,19 @@ fn plan_why_lists_the_prices_auto_weighs() {
             head[0]
         );
     }
-    // At 8192³ the pick is the cheapest entry; at 4352×256×4096 whole trim tiles priced within
+    // At 8192³ the pick is the cheapest entry; at 229×5120×13824 whole trim tiles priced within
     // 6% take the call from the cheaper square pairs, split with fewer units than pairs.
     assert_eq!(blocks[0].1.iter().find(|p| p.2).unwrap().1, "hopper_v7", "{text}");
     let eligible: Vec<&str> = blocks[1].1.iter().filter(|p| p.2).map(|p| p.1).collect();
-    assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk_cm"), "{text}");
+    assert_eq!((eligible[0], blocks[1].0[1]), ("hopper_v7_square_kk", "hopper_v7_trim_kk"), "{text}");
     // The pick's line says so, and where a rule overruled the cheaper entries, that it did.
-    let (first, second) = text.split_once("\n4352x256x4096 ").unwrap();
+    let (first, second) = text.split_once("\n229x5120x13824 ").unwrap();
     let note = |block: &str, name: &str| {
         block.lines().find(|l| l.starts_with(' ') && l.split_whitespace().nth(1) == Some(name)).unwrap().to_string()
     };
     assert!(note(first, "hopper_v7").ends_with("(auto's pick)"), "{text}");
     assert!(
-        note(second, "hopper_v7_trim_kk_cm").ends_with(
+        note(second, "hopper_v7_trim_kk").ends_with(
             "(auto's pick: `choose::choose`'s rule THIN_SQUARE_SPLIT prefers it to the cheaper entries above)"
         ),
         "{text}"
@@ -192,7 +192,7 @@ fn plan_rule_lists_the_moves_of_one_rule() {
                 "--rule",
                 rule,
                 "--shapes",
-                "8192x8192x8192,4352x256x4096,4864x2176x4096,836x15360x5120,12800x128x2048",
+                "8192x8192x8192,229x5120x13824,4864x2176x4096,836x15360x5120,12800x128x2048",
             ])
             .output()
             .unwrap()
@@ -207,7 +207,7 @@ fn plan_rule_lists_the_moves_of_one_rule() {
     };
     // Cheapest is the tall tile split; the rule gives the call to the wide tile trimmed, whole.
     assert_eq!(shapes(&run("TALL_SPLIT")), ["836x15360x5120"]);
-    assert_eq!(shapes(&run("THIN_SQUARE_SPLIT")), ["4352x256x4096"]);
+    assert_eq!(shapes(&run("THIN_SQUARE_SPLIT")), ["229x5120x13824"]);
     assert_eq!(shapes(&run("ONE_COLUMN_SQUARE")), ["12800x128x2048"]);
     let bad = run("WIDE");
     assert!(!bad.status.success());

@@ -92,14 +92,14 @@ pub fn choose_why<'a>(
 /// [`choose_why`]'s pick among `candidates` (eligible, priced), but for the tall tile's rule.
 fn pick<'a>(candidates: impl Iterator<Item = Priced<'a>>) -> Option<(Priced<'a>, Option<Rule>)> {
     // The cheapest candidate, the cheapest that runs whole units only and the cheapest whole twin
-    // pairs in one row.
+    // pairs in one row. Ties go to the lesser compute, then to lean or twin pairs sharing the
+    // larger operand (`Priced::shares_smaller`), then to the first entry.
     let cheaper = |a: Option<Priced<'a>>, c: Priced<'a>| match a {
         Some(a)
             if a.cost
                 .total_cmp(&c.cost)
                 .then(a.compute.total_cmp(&c.compute))
-                .then(a.twin_on_smaller.cmp(&c.twin_on_smaller))
-                .then(a.shorter_m.cmp(&c.shorter_m))
+                .then(a.shares_smaller.cmp(&c.shares_smaller))
                 .is_le() =>
         {
             Some(a)
@@ -155,11 +155,12 @@ pub struct Priced<'a> {
     /// pay (a tile without a cluster in several rows and columns, or more columns of tiles than
     /// were measured: see the comments in `price`).
     pub eligible: bool,
-    /// Ties between the lean tile and its column-major form go to the smaller (see `price`).
-    shorter_m: usize,
-    /// Twin pairs sharing the smaller operand: ties go to the pairs sharing the larger (see
-    /// `price`).
-    twin_on_smaller: bool,
+    /// Lean or twin pairs sharing the smaller operand: where the price does not count that
+    /// (`SHARING_SHORT_SIDES`), ties go to the other form (H200, 2026-11-30: the lean tile's form
+    /// whose pairs stack along the shorter side 3.6–8% faster at 4096×288…384×4096, ada9feb;
+    /// 1024×1152×4096 twin pairs sharing the larger 1.12× cuBLAS against 1.00–1.05×, 56d947e).
+    /// The other tiles' ties keep the first entry: none was measured to differ.
+    shares_smaller: bool,
     /// Its schedule runs every unit whole.
     whole: bool,
     /// Square pairs split with fewer units than pairs.
@@ -251,8 +252,27 @@ fn compute_cost(s: &KernelSpec, op: &GemmOp, sched: Option<StreamK>, sms: u32, m
     };
     // Twin pairs in one row of pairs read each operand once, as lean pairs do there, so
     // they share nothing the lean pairs do not (`ONE_ROW_TWIN`).
-    let rate = if one_row_of_twins(s, op) { ONE_ROW_TWIN } else { rate };
-    waves * between_tiles * area / (rate * side_by_side)
+    let (rate, sharing) =
+        if one_row_of_twins(s, op) { (ONE_ROW_TWIN, 1.0) } else { (rate, sharing_cost(s, op, model)) };
+    waves * between_tiles * sharing * area / (rate * side_by_side)
+}
+
+/// What `s`'s pairs pay for `op` (in `s`'s form) where they share the smaller operand by
+/// multicast, as a factor (the model's `share_smaller` over the call's short side): 1 for a tile
+/// without a cluster, pairs sharing the larger operand, or a short side outside
+/// `SHARING_SHORT_SIDES`.
+fn sharing_cost(s: &KernelSpec, op: &GemmOp, model: &Model) -> f64 {
+    let short = op.m.min(op.n);
+    if s.cluster < 2 || !shares_smaller(s, op) || !SHARING_SHORT_SIDES.contains(&short) {
+        return 1.0;
+    }
+    1.0 + model.share_smaller / short as f64
+}
+
+/// Whether `s`'s CTAs, in pairs, would share the smaller operand of `op` (in `s`'s form): pairs
+/// stacked along M share B (N × K), pairs along N share A (M × K).
+fn shares_smaller(s: &KernelSpec, op: &GemmOp) -> bool {
+    if s.cluster_along_n { op.n > op.m } else { op.m > op.n }
 }
 
 /// The time `s`'s CTAs take to stream `op`'s operands from DRAM and write C (in `s`'s form,
@@ -303,10 +323,6 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32, model: &Model, rate: f6
     // one column of tiles, pairs sharing an operand win even half idle (96×8192×8192 on the
     // H200: 0.64× cuBLAS for 64×64 tiles, 0.93× for pairs of 64×128).
     let shares = s.cluster > 1 || kop.m as u32 <= s.tile_m || kop.n as u32 <= s.tile_n;
-    // A tie between the lean tile and its column-major form goes to the form whose M (along
-    // which pairs stack) is shorter: 3.6–8% faster (H200, ada9feb, 2026-11-30); the mid
-    // tile showed no such rule, so its ties keep the first entry.
-    let shorter_m = if (s.tile_m, s.tile_n) == LEAN { kop.m } else { 0 };
     // Tiles that boxes do not divide run side by side only as far as that was measured on
     // the H200 (forced against what `auto` ran, two rounds, 2026-11-30), each case one
     // measured win, but for the wide tile trimmed (H100, at its arm below):
@@ -319,8 +335,8 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32, model: &Model, rate: f6
     //   one row of pairs, twins at least as large as the lean tile wherever their units are
     //   whole, at `ONE_ROW_TWIN` (163c4f7);
     // - twin pairs sharing the smaller operand in one whole wave, the other side at most 1.5 times
-    //   theirs, at a calibrated K (c8c9f88); ties go to twins sharing the larger
-    //   (`Priced::twin_on_smaller`, 56d947e).
+    //   theirs, at a calibrated K (c8c9f88), priced above twins sharing the larger
+    //   (`Model::share_smaller`).
     // The workers the launch would get (`persistent_clusters`: at most the workspace's CTAs).
     let sched = s.schedule(&kop.shape_args(), persistent_clusters(s, sms / s.cluster));
     let whole = |sk: &StreamK| !(kop.stream_k && sk.splits());
@@ -390,8 +406,7 @@ fn priced<'a>(s: &'a KernelSpec, kop: &GemmOp, sms: u32, model: &Model, rate: f6
         memory,
         schedule: sched.map(|sk| if whole(&sk) { StreamK::whole(sk.units, sk.num_kb, sk.workers) } else { sk }),
         eligible: shares && columns,
-        shorter_m,
-        twin_on_smaller: s.cluster_along_n && twins_share_the_smaller_operand,
+        shares_smaller: (s.cluster_along_n || (s.tile_m, s.tile_n) == LEAN) && shares_smaller(s, kop),
         whole: sched.is_none_or(|sk| whole(&sk)),
         thin_square_split: square && sched.is_some_and(|sk| !whole(&sk) && sk.units < sk.workers),
         tall: tall && s.tile_n == 128,
@@ -428,6 +443,11 @@ const SQUARE: (u32, u32) = (128, 128);
 /// The longest short side (M or N) of the calls whose price counts DRAM traffic
 /// (`memory_cost`): one row of the 128-long tiles.
 const SHORT_SIDE: usize = 128;
+/// The short sides at which pairs sharing the smaller operand pay `Model::share_smaller`: above
+/// `SHORT_SIDE` (up to it, DRAM's time prices the call) and up to 512 rows. Beyond, the rates already
+/// hold it (the tall and long tiles' were fitted there, written column-major): counted again, the
+/// 16 picks it moved there ran 0.971× as fast (H100, forced, 2026-12-07).
+const SHARING_SHORT_SIDES: std::ops::RangeInclusive<usize> = SHORT_SIDE + 1..=512;
 /// The shortest K, in blocks, of the measurements the tiles' rates were fitted to (3000³,
 /// 3072³): each rate already includes the epilogue's share at that depth or deeper.
 const CALIBRATED_KB: f64 = 48.0;

@@ -8,7 +8,8 @@ use hgemm_kernels::spec::KernelSpec;
 use std::borrow::Cow;
 
 /// What `auto`'s price knows of the machine: each tile shape's rate, the cost of splitting K,
-/// the epilogue's share at a short K, and what DRAM and one CTA stream. The SM count, which sets
+/// the epilogue's share at a short K, what DRAM and one CTA stream, and what pairs sharing the
+/// smaller operand lose. The SM count, which sets
 /// the waves, is the device's (or the call's budget), not the model's.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -33,6 +34,12 @@ pub struct Model {
     pub cta_stream: f64,
     /// The fix-ups' round trip after a split call bound by DRAM, µs.
     pub fixup_us: f64,
+    /// What pairs of CTAs sharing the smaller operand by multicast pay beyond pairs of the same
+    /// tile sharing the larger, in rows of the call's short side S: their tiles take
+    /// `1 + share_smaller / S` times as long, for S of 129 to 512 rows (above, DRAM's time prices
+    /// the call; beyond, the rates hold it). 0 in models written before it was measured.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub share_smaller: f64,
 }
 
 /// One tile shape's rate ([`Model::rates`]).
@@ -73,7 +80,12 @@ impl Model {
             // shapes measured against them (H200, 91ffc57, 2026-11-30).
             rate(128, 112, 0.85),
             rate(128, 96, 0.85),
-            rate(128, 80, 0.85),
+            // 80 wide, 0.78: at 0.85 `share_smaller` moved eight calls of 129–160 rows from the
+            // mid tile trimmed to them, which ran 0.986× as fast (0.948–1.015×; H100, forced,
+            // 2026-12-07); at 0.78 one of those moves stays (129×37888×3584, 1.009×) and one
+            // call of theirs goes to the mid tile trimmed (291×3584×14336, split, unmeasured).
+            // `hgemm calibrate` measured 0.63–0.70.
+            rate(128, 80, 0.78),
             // The lean tile: 0.77–0.79 picks the faster entry on every shape measured against it
             // (H200, 5596121, 2026-11-30).
             rate(64, 192, 0.78),
@@ -116,6 +128,15 @@ impl Model {
         // The 64×128 pairs split at 108×3072×8192 took 5.5 µs longer than their DRAM traffic
         // (H100, 2026-12-07).
         fixup_us: 5.0,
+        // The same tile in its two forms, pairs sharing A and pairs sharing B, on the 69 shapes of
+        // `docs/surveys/h100-2026-12-07.jsonl`: the form sharing the smaller operand ran slower
+        // than the price said against the other, by 7.8% (mean of logs) at short sides of
+        // 129–256, 4–6% at 257–1024 and 2–3% beyond. 15 rows moves 29 of the 1348 planned
+        // shapes, none of the tables; forced against the picks before (H100, 2026-12-07), 28 of
+        // them ran 1.025× as fast (0.934× cuBLAS against 0.911×), 10 faster by more than 2%
+        // (346×5120×27648 1.18×), one slower (396×6144×16384 0.95×); the survey scores 0.929×
+        // against 0.922×.
+        share_smaller: 15.0,
     };
 
     /// The rate of `spec`'s tile shape, if the model has one.
@@ -140,6 +161,7 @@ impl Model {
             ("dram_stream", self.dram_stream, f64::MIN_POSITIVE, f64::MAX),
             ("cta_stream", self.cta_stream, f64::MIN_POSITIVE, f64::MAX),
             ("fixup_us", self.fixup_us, 0.0, f64::MAX),
+            ("share_smaller", self.share_smaller, 0.0, 1024.0),
         ];
         for (name, v, lo, hi) in scalars {
             if !(lo..=hi).contains(&v) {

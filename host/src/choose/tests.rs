@@ -189,8 +189,17 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     // column-major take one (H200, forced, bf09717, 2026-11-30: 320×8192×8192 0.85× against 0.78× for
     // lean tiles, 192×14336×4096 0.92× against 0.89× for lean ones written column-major);
     // from 257 to 320, trimmed tiles side by side since (below).
-    for (m, n, k) in [(384, 8192, 8192), (192, 14336, 4096), (168, 28672, 8192)] {
-        assert_eq!(name(m, n, k), "hopper_v7_mid_kk_cm", "{m}x{n}x{k}");
+    assert_eq!(name(192, 14336, 4096), "hopper_v7_mid_kk_cm");
+    // Split at a longer K, twin pairs 96 wide sharing B, the larger operand, take it from mid
+    // pairs sharing A (`Model::share_smaller`; H100, forced, 2026-12-07: 191×13376×6272 1.030×
+    // and 187×17920×5120 1.007× as fast, 186×28672×8192 0.985×).
+    assert_eq!(name(168, 28672, 8192), "hopper_v7_twin96_kk_cm");
+    // A few hundred rows: the long tile row-major, whose pairs share B, the larger operand,
+    // where mid pairs written column-major share A (`Model::share_smaller`; H100, forced,
+    // 2026-12-07: 346×5120×27648 0.911× cuBLAS against 0.775×, 383×13888×4160 0.887× against
+    // 0.810×, 384×8192×8192 0.995× against 1.004×).
+    for (m, n, k) in [(346, 5120, 27648), (383, 13888, 4160), (384, 8192, 8192)] {
+        assert_eq!(name(m, n, k), "hopper_v7_long128_kk", "{m}x{n}x{k}");
     }
     // M or N from 257 to 320: mid tiles trimmed to 160 columns, side by side (H200, forced,
     // e92189f, 2026-11-30: 320×8192×8192 0.97× cuBLAS against 0.86× for mid tiles written
@@ -345,9 +354,14 @@ fn auto_picks_smaller_tiles_only_when_wide_ones_leave_sms_idle() {
     for (m, n, k) in [(16384, 208, 4096), (32768, 224, 4096), (16384, 200, 5120), (14336, 208, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk", "{m}x{n}x{k}");
     }
-    for (m, n, k) in [(208, 16384, 5120), (224, 28672, 8192), (208, 14336, 4096)] {
+    for (m, n, k) in [(208, 16384, 5120), (208, 14336, 4096)] {
         assert_eq!(name(m, n, k), "hopper_v7_widetrim_kk_cm", "{m}x{n}x{k}");
     }
+    // Split at a long K, twin pairs 112 wide sharing B, the larger operand, take the call from
+    // the wide tile trimmed sharing A (`Model::share_smaller`; H100, forced, 2026-12-07: at 196–221
+    // rows against 5120–28672 columns 0.999–1.099× as fast, 203×5120×27648 0.964× cuBLAS against
+    // 0.877×).
+    assert_eq!(name(224, 28672, 8192), "hopper_v7_twin112_kk_cm");
     assert_eq!(name(8192, 208, 8192), "hopper_v7_twin112_kk");
     // The 160-column tiles in many columns where they make one or two whole waves, and the
     // tile before split by K (H200, forced, 1e44dc6, 2026-11-30: 512×5120×8192 1.02× cuBLAS
@@ -598,4 +612,29 @@ fn the_tall_tiles_144_and_160_wide_take_calls_they_run_whole() {
     assert!(!wider_tall(288, 22016, 4096));
     assert!(!wider_tall(309, 35840, 5120));
     assert!(!wider_tall(711, 5120, 17920));
+}
+
+#[test]
+fn pairs_sharing_the_smaller_operand_pay_for_it_at_a_few_hundred_rows() {
+    let kernels: Vec<&KernelSpec> = hopper_kernels();
+    let cost = |m, n, name: &str, model: &Model| {
+        let op = GemmOp::new(m, n, 8192).stream_k(false);
+        price(kernels.iter().copied(), &op, 132, model).find(|p| p.spec.name == name).unwrap().cost
+    };
+    let free = Model { share_smaller: 0.0, ..Model::BUILT_IN };
+    let paid = |m, n, name| cost(m, n, name, &Model::BUILT_IN) / cost(m, n, name, &free);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    // Mid pairs written column-major stack along N and share A: the smaller operand where M < N.
+    assert!(close(paid(346, 5120, "hopper_v7_mid_kk_cm"), 1.0 + 15.0 / 346.0));
+    assert!(close(paid(346, 5120, "hopper_v7_mid_kk"), 1.0));
+    assert!(close(paid(5120, 346, "hopper_v7_mid_kk"), 1.0 + 15.0 / 346.0));
+    // Twin pairs stack along N: sharing A, the larger operand where M > N.
+    assert!(close(paid(5120, 200, "hopper_v7_twin112_kk"), 1.0));
+    assert!(close(paid(200, 5120, "hopper_v7_twin112_kk"), 1.0 + 15.0 / 200.0));
+    // Not at a short side DRAM's time prices, nor beyond 512 rows, nor for a tile without a
+    // cluster, nor where the call is square.
+    assert!(close(paid(600, 5120, "hopper_v7_mid_kk_cm"), 1.0));
+    assert!(close(paid(120, 5120, "hopper_v7_mid_kk_cm"), 1.0));
+    assert!(close(paid(5120, 5120, "hopper_v7_mid_kk_cm"), 1.0));
+    assert!(close(paid(48, 5120, "hopper_v7_thin_kk"), 1.0));
 }
