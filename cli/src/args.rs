@@ -369,6 +369,13 @@ pub struct Calibrate {
     /// Milliseconds of back-to-back calls per sample.
     #[arg(long, default_value_t = 30.0)]
     pub sample_ms: f64,
+    /// Fit the tiles' rates to a recorded `hgemm survey` file instead (its whole timings, at
+    /// every shape), the other quantities kept from the built-in model: no GPU needed.
+    #[arg(long, value_name = "FILE")]
+    pub survey: Option<PathBuf>,
+    /// With --survey: the SMs of the card surveyed.
+    #[arg(long, default_value_t = 132, requires = "survey")]
+    pub sms: u32,
 }
 
 /// `hgemm survey`.

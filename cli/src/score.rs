@@ -86,7 +86,7 @@ pub fn residuals_run(path: &Path, entries: &[&KernelSpec], sms: u32, model: &Mod
 }
 
 /// The survey lines of `path`, or which line is not one.
-fn read(path: &Path) -> Result<Vec<Line>, String> {
+pub fn read(path: &Path) -> Result<Vec<Line>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
         .enumerate()

@@ -19,12 +19,17 @@ use std::sync::Arc;
 /// What a probe measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quantity {
-    /// Its tile's rate ([`Model::rates`]); the 128×256 tile's time also gives
-    /// [`Model::wide_kb_us`].
+    /// [`Model::wide_kb_us`]: the 128×256 tile at [`RATE_SHAPE`].
+    WideKb,
+    /// The tiles' rates ([`Model::rates`]) and what pairs sharing the smaller operand pay
+    /// ([`Model::share_smaller`]): every entry the price weighs by its rate, whole, at each of
+    /// [`RATE_SHAPES`].
     Rate,
-    /// [`Model::epilogue_kb`]: a tile that does not hold its epilogue, at a short K.
+    /// [`Model::epilogue_kb`]: a tile that does not hold its epilogue, at [`RATE_SHAPE`] and at a
+    /// short K ([`EPILOGUE_SHAPE`]).
     Epilogue,
-    /// [`Model::split_penalty`]: the 128×256 tile split by stream-K.
+    /// [`Model::split_penalty`]: the 128×256 tile whole and split by stream-K at each of
+    /// [`SPLIT_SHAPES`].
     SplitPenalty,
     /// [`Model::dram_stream`]: a decode call, every entry whole; the fastest counts.
     Dram,
@@ -38,6 +43,7 @@ impl Quantity {
     /// The quantity's name in [`Model`] (and in its JSON).
     pub fn name(self) -> &'static str {
         match self {
+            Quantity::WideKb => "wide_kb_us",
             Quantity::Rate => "rates",
             Quantity::Epilogue => "epilogue_kb",
             Quantity::SplitPenalty => "split_penalty",
@@ -60,9 +66,27 @@ pub struct Probe {
     pub op: GemmOp,
 }
 
-/// The rates' call: 2112 tiles of 128×256, sixteen whole waves on 132 SMs, at a K of 64 blocks.
+/// The 128×256 tile's call: 2112 tiles, sixteen whole waves on 132 SMs, at a K of 64 blocks.
 pub const RATE_SHAPE: (usize, usize, usize) = (8448, 8192, 4096);
-/// The epilogue's call: the rates' M and N at a K of 16 blocks.
+/// The calls the rates are fitted at: a few hundred to a few thousand rows against a long N,
+/// each way round, at a K of 48 blocks or more (where the rates hold the epilogue's share), the
+/// sizes at which the tiles compete. A tile's speed over many waves of a large call is not its
+/// speed there: the small tiles' operand traffic weighs more at a large call.
+pub const RATE_SHAPES: [(usize, usize, usize); 12] = [
+    (192, 8192, 8192),
+    (160, 12288, 6144),
+    (320, 14336, 4096),
+    (512, 5120, 8192),
+    (768, 6144, 4096),
+    (1024, 11008, 4096),
+    (2048, 2560, 8192),
+    (3072, 3072, 4096),
+    (4096, 14336, 4096),
+    (14336, 384, 4096),
+    (8192, 1024, 8192),
+    (6144, 160, 8192),
+];
+/// The epilogue's call: [`RATE_SHAPE`]'s M and N at a K of 16 blocks.
 pub const EPILOGUE_SHAPE: (usize, usize, usize) = (8448, 8192, 1024);
 /// The split penalty's calls: a few tiles over a long K, each split by the 128×256 tile.
 pub const SPLIT_SHAPES: [(usize, usize, usize); 4] =
@@ -76,13 +100,29 @@ pub const CTA_SHAPE: (usize, usize, usize) = (16, 3072, 8192);
 /// The reference tile: its rate is 1 by definition.
 const WIDE: (u32, u32) = (128, 256);
 
-/// The probes that calibrate a model for `kernels` on `sms` SMs: each tile shape's first general
-/// entry that takes [`RATE_SHAPE`]; the 128-row tiles that neither hold their epilogue nor trim their
-/// last box at [`EPILOGUE_SHAPE`]; the 128×256 tile at the [`SPLIT_SHAPES`] where it splits;
-/// every general entry whole at the [`DRAM_SHAPES`]; the entry of the smallest tile that takes
-/// [`CTA_SHAPE`] (the one whose MMAs weigh least against its DRAM traffic), whole where its units
-/// make one wave and split where they split. Calls an entry refuses are left out.
-pub fn probes(kernels: &[&'static KernelSpec], sms: u32) -> Vec<Probe> {
+/// The rate probes at `op` (run whole) among `kernels` on `sms` SMs: the entries `base`'s price
+/// weighs there by their tile's rate and `auto` may take. Also what a recorded survey's whole
+/// timings at `op` give [`fit`] (`hgemm calibrate --survey`).
+pub fn rate_probes(kernels: &[&'static KernelSpec], op: &GemmOp, sms: u32, base: &Model) -> Vec<Probe> {
+    let op = op.stream_k(false);
+    let weighed: Vec<_> =
+        choose::price(kernels.iter().copied(), &op, sms, base).filter(|p| p.eligible && p.priced_by_rate()).collect();
+    kernels
+        .iter()
+        .filter(|s| weighed.iter().any(|p| p.spec.name == s.name))
+        .map(|&kernel| Probe { quantity: Quantity::Rate, kernel, op })
+        .collect()
+}
+
+/// The probes that calibrate a model for `kernels` on `sms` SMs, `base` deciding which entries
+/// the price weighs by their rate: the 128×256 tile at [`RATE_SHAPE`]; [`rate_probes`] at each of
+/// [`RATE_SHAPES`]; the 128-row tiles that neither hold their epilogue nor trim their last box at
+/// [`RATE_SHAPE`] and [`EPILOGUE_SHAPE`]; the 128×256 tile whole and split at the
+/// [`SPLIT_SHAPES`] where it splits; every general entry whole at the [`DRAM_SHAPES`]; the entry
+/// of the smallest tile that takes [`CTA_SHAPE`] (the one whose MMAs weigh least against its
+/// DRAM traffic), whole where its units make one wave and split where they split. Calls an entry
+/// refuses are left out; probes of one call are adjacent.
+pub fn probes(kernels: &[&'static KernelSpec], sms: u32, base: &Model) -> Vec<Probe> {
     let general: Vec<&'static KernelSpec> = kernels.iter().copied().filter(|s| s.general && s.cluster <= sms).collect();
     let takes = |s: &KernelSpec, op: &GemmOp| refusal(s, &for_kernel(s, op).0).is_none();
     let call = |(m, n, k): (usize, usize, usize), split: bool| GemmOp::new(m, n, k).stream_k(split);
@@ -92,26 +132,31 @@ pub fn probes(kernels: &[&'static KernelSpec], sms: u32) -> Vec<Probe> {
             out.push(Probe { quantity, kernel, op });
         }
     };
-    // A tile that takes one column only (the narrowest, for calls of a few rows) has no call
-    // where its MMAs outlast its DRAM traffic: it keeps the base model's rate.
-    let mut tiles: Vec<(u32, u32)> = Vec::new();
-    for &s in &general {
-        if !tiles.contains(&(s.tile_m, s.tile_n)) && takes(s, &call(RATE_SHAPE, false)) {
-            tiles.push((s.tile_m, s.tile_n));
-            push(Quantity::Rate, s, call(RATE_SHAPE, false));
-        }
+    let wide = general.iter().copied().find(|s| (s.tile_m, s.tile_n) == WIDE);
+    if let Some(wide) = wide {
+        push(Quantity::WideKb, wide, call(RATE_SHAPE, false));
     }
-    let mut epilogue_tiles: Vec<(u32, u32)> = Vec::new();
+    let mut unheld: Vec<&'static KernelSpec> = Vec::new();
     for &s in general.iter().filter(|s| s.tile_m == 128 && !s.holds_tile && !s.shifted_last_box() && !s.cluster_along_n)
     {
-        if !epilogue_tiles.contains(&(s.tile_m, s.tile_n)) {
-            epilogue_tiles.push((s.tile_m, s.tile_n));
-            push(Quantity::Epilogue, s, call(EPILOGUE_SHAPE, false));
+        if !unheld.iter().any(|u| (u.tile_m, u.tile_n) == (s.tile_m, s.tile_n)) {
+            unheld.push(s);
         }
     }
-    if let Some(&wide) = general.iter().find(|s| (s.tile_m, s.tile_n) == WIDE) {
+    for shape in [RATE_SHAPE, EPILOGUE_SHAPE] {
+        for &s in &unheld {
+            push(Quantity::Epilogue, s, call(shape, false));
+        }
+    }
+    for shape in RATE_SHAPES {
+        for p in rate_probes(&general, &call(shape, false), sms, base) {
+            push(p.quantity, p.kernel, p.op);
+        }
+    }
+    if let Some(wide) = wide {
         for shape in SPLIT_SHAPES {
             if schedule(wide, &call(shape, true), sms).is_some_and(|sk| sk.splits()) {
+                push(Quantity::SplitPenalty, wide, call(shape, false));
                 push(Quantity::SplitPenalty, wide, call(shape, true));
             }
         }
@@ -149,9 +194,91 @@ fn price_us(probe: &Probe, sms: u32, model: &Model, rate: f64) -> (f64, f64) {
     (compute * us_per_wave, memory * us_per_wave)
 }
 
+/// The tiles' rates and [`Model::share_smaller`] from the [`Quantity::Rate`] probes among `at`
+/// (`ms` their times): each probe's time over its price at rate 1, sharing free, is the call's own
+/// pace (how fast any tile runs at that size) over its tile's rate, times what its pairs pay for
+/// sharing the smaller operand; the least squares of their logarithms gives all three, the 128×256
+/// tile's rate held at 1. Tiles no probe measured keep `base`'s rates; without a probe of pairs
+/// sharing the smaller operand, `base`'s `share_smaller` stays.
+fn fit_tiles(at: &[usize], probes: &[Probe], ms: &[f64], sms: u32, base: &Model) -> Result<(Vec<TileRate>, f64)> {
+    let mut rates: Vec<TileRate> = base.rates.to_vec();
+    if at.is_empty() {
+        return Ok((rates, base.share_smaller));
+    }
+    let tile = |i: usize| (probes[i].kernel.tile_m, probes[i].kernel.tile_n);
+    let call = |i: usize| (probes[i].op.m, probes[i].op.n, probes[i].op.k, probes[i].op.batch);
+    let mut tiles: Vec<(u32, u32)> = at.iter().map(|&i| tile(i)).collect();
+    let mut calls: Vec<_> = at.iter().map(|&i| call(i)).collect();
+    tiles.sort_unstable();
+    tiles.dedup();
+    calls.sort_unstable();
+    calls.dedup();
+    let wide =
+        tiles.binary_search(&WIDE).map_err(|_| Error::InvalidModel("no rate probe of the 128×256 tile".into()))?;
+    let (free, paying) = (Model { share_smaller: 0.0, ..base.clone() }, Model { share_smaller: 1.0, ..base.clone() });
+    // y = ln(time over price at rate 1, sharing free) = ln pace[call] + slow[tile] +
+    // ln(1 + share_smaller × x), slow[tile] = -ln rate[tile] up to a constant, x the inverse of
+    // the call's short side where the pairs share the smaller operand, else 0.
+    struct Point {
+        call: usize,
+        tile: usize,
+        x: f64,
+        y: f64,
+    }
+    let points: Vec<Point> = at
+        .iter()
+        .map(|&i| {
+            let p0 = price_us(&probes[i], sms, &free, 1.0).0;
+            Point {
+                call: calls.binary_search(&call(i)).unwrap(),
+                tile: tiles.binary_search(&tile(i)).unwrap(),
+                x: price_us(&probes[i], sms, &paying, 1.0).0 / p0 - 1.0,
+                y: (ms[i] * 1e3 / p0).ln(),
+            }
+        })
+        .collect();
+    let sharing = points.iter().any(|p| p.x > 1e-12);
+    let (mut slow, mut share) = (vec![0.0; tiles.len()], 0.0f64);
+    // The mean of `value` over the points, by `key`.
+    let mean = |len: usize, key: fn(&Point) -> usize, value: &dyn Fn(&Point) -> f64| {
+        let mut sum = vec![(0.0, 0.0); len];
+        for p in &points {
+            let s = &mut sum[key(p)];
+            *s = (s.0 + value(p), s.1 + 1.0);
+        }
+        sum.into_iter().map(|(s, n)| s / n).collect::<Vec<f64>>()
+    };
+    // Alternating least squares: the paces and the rates each exact given the rest, the sharing
+    // cost a Newton step; a few hundred rounds converge far below the times' noise.
+    for _ in 0..500 {
+        let paid = |x: f64| (1.0 + share * x).ln();
+        let pace = mean(calls.len(), |p| p.call, &|p| p.y - paid(p.x) - slow[p.tile]);
+        slow = mean(tiles.len(), |p| p.tile, &|p| p.y - paid(p.x) - pace[p.call]);
+        if sharing {
+            let (mut g, mut h) = (0.0, 0.0);
+            for p in &points {
+                let (r, d) = (p.y - pace[p.call] - slow[p.tile] - paid(p.x), p.x / (1.0 + share * p.x));
+                (g, h) = (g + r * d, h + d * d);
+            }
+            share = (share + g / h).max(0.0);
+        }
+    }
+    for (t, &(tile_m, tile_n)) in tiles.iter().enumerate() {
+        let rate = (slow[wide] - slow[t]).exp();
+        match rates.iter_mut().find(|r| (r.tile_m, r.tile_n) == (tile_m, tile_n)) {
+            Some(r) => r.rate = rate,
+            None => rates.push(TileRate { tile_m, tile_n, rate }),
+        }
+    }
+    Ok((rates, if sharing { share } else { base.share_smaller }))
+}
+
 /// The model `probes` measured, `ms` the median milliseconds per call of each (in order), on
-/// `sms` SMs; quantities no probe measured keep `base`'s values. Fails where the 128×256 tile's
-/// rate probe is missing (every time is relative to it) or a time is not positive.
+/// `sms` SMs; quantities no probe measured keep `base`'s values. Each quantity but DRAM's is
+/// measured against the same call or the same entry (the tiles' rates against the others' at each
+/// call, the split against the same tile whole, the short K against the same tile at a long one),
+/// so that how fast a call of that size runs on the whole does not enter it. Fails where a time is
+/// not positive or the rate probes lack the 128×256 tile (every rate is relative to it).
 pub fn fit(probes: &[Probe], ms: &[f64], sms: u32, base: &Model) -> Result<Model> {
     if probes.len() != ms.len() || ms.iter().any(|t| !(*t > 0.0 && t.is_finite())) {
         return Err(Error::InvalidModel(format!("{} probes, {} times, each must be positive", probes.len(), ms.len())));
@@ -161,52 +288,50 @@ pub fn fit(probes: &[Probe], ms: &[f64], sms: u32, base: &Model) -> Result<Model
     let mut model = base.clone();
     model.measured_on = "calibrated".into();
 
+    // Relative to each call's pace, the tiles' fit reads no absolute time.
+    let (rates, share_smaller) = fit_tiles(&of(Quantity::Rate).collect::<Vec<_>>(), probes, ms, sms, &model)?;
+    (model.rates, model.share_smaller) = (rates.into(), share_smaller);
     // The 128×256 tile's time per K block of a wave: its price at rate 1 counts the waves.
-    let wide = of(Quantity::Rate)
-        .find(|&i| (probes[i].kernel.tile_m, probes[i].kernel.tile_n) == WIDE)
-        .ok_or_else(|| Error::InvalidModel("no probe of the 128×256 tile's rate".into()))?;
-    let one = Model { wide_kb_us: 1.0, ..base.clone() };
-    model.wide_kb_us = us(wide) / price_us(&probes[wide], sms, &one, 1.0).0;
-
-    // Each tile's rate: its price at rate 1 over its time, in the wide tile's units.
-    let mut rates: Vec<TileRate> = base.rates.to_vec();
-    for i in of(Quantity::Rate) {
-        let s = probes[i].kernel;
-        let rate = price_us(&probes[i], sms, &model, 1.0).0 / us(i);
-        match rates.iter_mut().find(|r| (r.tile_m, r.tile_n) == (s.tile_m, s.tile_n)) {
-            Some(r) => r.rate = rate,
-            None => rates.push(TileRate { tile_m: s.tile_m, tile_n: s.tile_n, rate }),
-        }
+    if let Some(i) = of(Quantity::WideKb).next() {
+        model.wide_kb_us = us(i) / price_us(&probes[i], sms, &Model { wide_kb_us: 1.0, ..model.clone() }, 1.0).0;
     }
-    model.rates = rates.into();
-    let rated = model.clone();
-    let rate = |s: &KernelSpec| rated.rate(s).unwrap_or(1.0);
 
-    // Linear in the epilogue's blocks and in the split penalty: the price at 0 and 1 (or 1 and 2)
-    // gives the line, the time the point on it.
-    let solve = |i: usize, m0: &Model, m1: &Model, x0: f64| {
-        let (p0, p1) = (
-            price_us(&probes[i], sms, m0, rate(probes[i].kernel)).0,
-            price_us(&probes[i], sms, m1, rate(probes[i].kernel)).0,
-        );
+    // Linear in the epilogue's blocks and in the split penalty: the price at two values gives
+    // the line, the time the point on it. `rate` is the entry's pace measured beside it.
+    let solve = |i: usize, m0: &Model, m1: &Model, x0: f64, rate: f64| {
+        let (p0, p1) = (price_us(&probes[i], sms, m0, rate).0, price_us(&probes[i], sms, m1, rate).0);
         x0 + (us(i) - p0) / (p1 - p0)
     };
-    let epilogue: Vec<f64> = of(Quantity::Epilogue)
-        .map(|i| {
-            solve(i, &Model { epilogue_kb: 0.0, ..model.clone() }, &Model { epilogue_kb: 1.0, ..model.clone() }, 0.0)
+    // Each probe of a short K or a split, with the same entry's at the same M and N at a longer
+    // K or whole (its reference, first).
+    let pairs = |q: Quantity| {
+        let (p, o) = (probes, |i: usize| probes[i].op);
+        let reference = move |i: usize, j: usize| {
+            p[j].kernel.name == p[i].kernel.name
+                && (o(j).m, o(j).n) == (o(i).m, o(i).n)
+                && (o(j).k > o(i).k || (o(j).k == o(i).k && o(i).stream_k && !o(j).stream_k))
+        };
+        of(q).filter_map(|i| of(q).find(|&j| reference(i, j)).map(|j| (j, i))).collect::<Vec<_>>()
+    };
+    // An entry's pace: its price at rate 1 over its time.
+    let pace = |i: usize, m: &Model| price_us(&probes[i], sms, m, 1.0).0 / us(i);
+    let epilogue: Vec<f64> = pairs(Quantity::Epilogue)
+        .into_iter()
+        .map(|(long, short)| {
+            let (e0, e1) = (Model { epilogue_kb: 0.0, ..model.clone() }, Model { epilogue_kb: 1.0, ..model.clone() });
+            solve(short, &e0, &e1, 0.0, pace(long, &model))
         })
         .collect();
     if !epilogue.is_empty() {
         model.epilogue_kb = measure::median(&epilogue).max(0.0);
     }
-    let penalty: Vec<f64> = of(Quantity::SplitPenalty)
-        .map(|i| {
-            solve(
-                i,
-                &Model { split_penalty: 1.0, ..model.clone() },
-                &Model { split_penalty: 2.0, ..model.clone() },
-                1.0,
-            )
+    // The same tile whole at the same call gives the call's pace.
+    let penalty: Vec<f64> = pairs(Quantity::SplitPenalty)
+        .into_iter()
+        .map(|(whole, split)| {
+            let paced = Model { wide_kb_us: model.wide_kb_us / pace(whole, &model), ..model.clone() };
+            let (p0, p1) = (Model { split_penalty: 1.0, ..paced.clone() }, Model { split_penalty: 2.0, ..paced });
+            solve(split, &p0, &p1, 1.0, 1.0)
         })
         .collect();
     if !penalty.is_empty() {
@@ -256,7 +381,7 @@ pub struct Calibration {
 }
 
 impl Gemm {
-    /// Re-measure `auto`'s model on this device ([`probes`], then [`fit`]): 95 probe calls of
+    /// Re-measure `auto`'s model on this device ([`probes`], then [`fit`]): 304 probe calls of
     /// 0.05–5 ms on an H100, each timed `opts.samples` times over inputs rotated beyond L2. The
     /// handle's model is not changed: [`Gemm::set_model`] takes the result.
     pub fn calibrate(&self, stream: &Arc<CudaStream>, opts: &CalibrateOptions) -> Result<Calibration> {
@@ -268,7 +393,7 @@ impl Gemm {
         }
         let kernels: Vec<&'static KernelSpec> = self.kernels().collect();
         let sms = self.device().sms;
-        let probes = probes(&kernels, sms);
+        let probes = probes(&kernels, sms, self.model());
         let mut timed: Vec<(Probe, f64)> = Vec::with_capacity(probes.len());
         // Probes of one call share its inputs.
         let mut i = 0;
@@ -310,6 +435,9 @@ mod tests {
         hgemm_kernels::kernels().filter(|k| k.family == Family::Hopper).collect()
     }
 
+    /// The tiles no call of the calibration rates: each runs only where DRAM bounds it.
+    const UNRATED: [(u32, u32); 4] = [(64, 16), (64, 32), (64, 64), (64, 96)];
+
     /// A machine unlike the built-in one in every quantity.
     fn other_machine() -> Model {
         let mut m = Model::BUILT_IN;
@@ -325,25 +453,40 @@ mod tests {
             dram_stream: 3.1e6,
             cta_stream: 30e3,
             fixup_us: 8.0,
+            share_smaller: 24.0,
             ..m
         }
     }
 
     #[test]
     fn every_quantity_has_its_probes() {
-        let p = probes(&hopper(), 132);
+        let p = probes(&hopper(), 132, &Model::BUILT_IN);
         let count = |q| p.iter().filter(|p| p.quantity == q).count();
-        // One rate probe per tile shape but the two that take one column only; the mid and
-        // square tiles for the epilogue.
+        let names = |q| p.iter().filter(|p| p.quantity == q).map(|p| p.kernel.name).collect::<Vec<_>>();
+        assert_eq!(names(Quantity::WideKb), ["hopper_v7"]);
+        // Every tile has rate probes at two calls or more, but those that run only where DRAM
+        // bounds them: the narrow tiles, the 64×64 tile alone and the 64×96 pair.
         let tiles: std::collections::BTreeSet<_> =
             hopper().iter().filter(|s| s.general).map(|s| (s.tile_m, s.tile_n)).collect();
-        let rated: std::collections::BTreeSet<_> =
-            p.iter().filter(|p| p.quantity == Quantity::Rate).map(|p| (p.kernel.tile_m, p.kernel.tile_n)).collect();
-        assert_eq!(tiles.difference(&rated).copied().collect::<Vec<_>>(), [(64, 16), (64, 32)]);
-        assert_eq!(count(Quantity::Rate), rated.len());
-        let epilogue: Vec<_> = p.iter().filter(|p| p.quantity == Quantity::Epilogue).map(|p| p.kernel.name).collect();
-        assert_eq!(epilogue, ["hopper_v7_mid_kk", "hopper_v7_square_kk"]);
-        assert_eq!(count(Quantity::SplitPenalty), SPLIT_SHAPES.len(), "the wide tile splits at every split shape");
+        let calls_of = |tile: (u32, u32)| {
+            let mut at: Vec<_> = p
+                .iter()
+                .filter(|p| p.quantity == Quantity::Rate && (p.kernel.tile_m, p.kernel.tile_n) == tile)
+                .map(|p| (p.op.m, p.op.n))
+                .collect();
+            at.dedup();
+            at.len()
+        };
+        let unrated: Vec<_> = tiles.iter().copied().filter(|&t| calls_of(t) == 0).collect();
+        assert_eq!(unrated, UNRATED);
+        for t in tiles.iter().filter(|t| !unrated.contains(t)) {
+            assert!(calls_of(*t) >= 2, "the {}×{} tile is rated at {} call", t.0, t.1, calls_of(*t));
+        }
+        assert_eq!(
+            names(Quantity::Epilogue),
+            ["hopper_v7_mid_kk", "hopper_v7_square_kk", "hopper_v7_mid_kk", "hopper_v7_square_kk"]
+        );
+        assert_eq!(count(Quantity::SplitPenalty), 2 * SPLIT_SHAPES.len(), "the wide tile splits at every split shape");
         assert!(count(Quantity::Dram) > 40);
         let cta: Vec<_> = p
             .iter()
@@ -351,21 +494,37 @@ mod tests {
             .map(|p| p.kernel.name)
             .collect();
         assert_eq!(cta, ["hopper_v7_narrow16_kk_cm", "hopper_v7_narrow16_kk_cm"]);
+        // Probes of one call are adjacent, so that they share its inputs.
+        let mut seen = Vec::new();
+        for w in p.windows(2) {
+            let (a, b) = ((w[0].op.m, w[0].op.n, w[0].op.k), (w[1].op.m, w[1].op.n, w[1].op.k));
+            if a != b {
+                assert!(!seen.contains(&b), "{b:?} probed apart");
+                seen.push(a);
+            }
+        }
+    }
+
+    /// How fast any tile runs at `op`'s size, beyond what the price says: what each quantity's
+    /// fit must see past.
+    fn pace_of(op: &GemmOp) -> f64 {
+        1.0 + 0.04 * ((op.m * 7 + op.n * 3 + op.k) % 11) as f64
     }
 
     #[test]
     fn the_fit_recovers_the_machine_its_times_came_from() {
-        // Times as the price of `truth` says, the slower entries at each decode call slower still:
-        // the fit must give `truth` back.
+        // Times as the price of `truth` says, at each rate or split call at the call's own pace,
+        // the slower entries at each decode call slower still: the fit must give `truth` back.
         let truth = other_machine();
-        let p = probes(&hopper(), 132);
+        let p = probes(&hopper(), 132, &Model::BUILT_IN);
         let ms: Vec<f64> = p
             .iter()
             .map(|p| {
                 let (compute, memory) = price_us(p, 132, &truth, truth.rate(p.kernel).unwrap());
                 let us = match p.quantity {
                     Quantity::Dram | Quantity::CtaStream | Quantity::Fixup => memory.max(compute),
-                    _ => compute,
+                    Quantity::Rate | Quantity::SplitPenalty => compute * pace_of(&p.op),
+                    Quantity::WideKb | Quantity::Epilogue => compute,
                 };
                 us * 1e-3
             })
@@ -375,7 +534,11 @@ mod tests {
         for r in truth.rates.iter() {
             let f = fitted.rates.iter().find(|f| (f.tile_m, f.tile_n) == (r.tile_m, r.tile_n)).unwrap();
             // The tiles without a rate probe keep the base model's rate.
-            let want = if r.tile_n < 64 { Model::BUILT_IN.rate_of(r.tile_m, r.tile_n).unwrap() } else { r.rate };
+            let want = if UNRATED.contains(&(r.tile_m, r.tile_n)) {
+                Model::BUILT_IN.rate_of(r.tile_m, r.tile_n).unwrap()
+            } else {
+                r.rate
+            };
             assert!(close(f.rate, want), "{}×{}: {} against {want}", r.tile_m, r.tile_n, f.rate);
         }
         for (name, f, t) in [
@@ -385,6 +548,7 @@ mod tests {
             ("dram_stream", fitted.dram_stream, truth.dram_stream),
             ("cta_stream", fitted.cta_stream, truth.cta_stream),
             ("fixup_us", fitted.fixup_us, truth.fixup_us),
+            ("share_smaller", fitted.share_smaller, truth.share_smaller),
         ] {
             assert!(close(f, t), "{name}: fitted {f}, true {t}");
         }
@@ -393,8 +557,9 @@ mod tests {
 
     #[test]
     fn a_fit_without_the_wide_tile_or_with_a_bad_time_is_refused() {
-        let p = probes(&hopper(), 132);
-        let no_wide: Vec<Probe> = p.iter().copied().filter(|p| p.quantity != Quantity::Rate).collect();
+        let p = probes(&hopper(), 132, &Model::BUILT_IN);
+        let no_wide: Vec<Probe> =
+            p.iter().copied().filter(|p| !(p.quantity == Quantity::Rate && p.kernel.name == "hopper_v7")).collect();
         assert!(fit(&no_wide, &vec![1.0; no_wide.len()], 132, &Model::BUILT_IN).is_err());
         let mut ms = vec![1.0; p.len()];
         ms[3] = f64::NAN;

@@ -186,6 +186,12 @@ impl Priced<'_> {
     pub fn split(&self) -> bool {
         !self.whole
     }
+
+    /// Whether its cost is its tiles' MMAs at its tile's rate: neither DRAM's time nor twin
+    /// pairs in one row (`ONE_ROW_TWIN`) prices it. Calibration fits rates to such entries only.
+    pub(crate) fn priced_by_rate(&self) -> bool {
+        self.compute >= self.memory && !self.one_row_twin
+    }
 }
 
 /// Every general entry that can compute `op` (in its form, [`for_kernel`]) on a device with `sms`
