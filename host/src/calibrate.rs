@@ -2,8 +2,9 @@
 //! ([`Gemm::calibrate`], `hgemm calibrate`), so that a card the built-in model was not fitted on
 //! is priced by its own measurements. Three steps: [`probes`] says which calls measure what
 //! (plain Rust), the GPU times them, and [`fit`] solves each quantity from the price of its
-//! probes (plain Rust): the price is linear in each quantity, or in its inverse, so that
-//! evaluating it at two values of the quantity and comparing with the time gives the value.
+//! probes (plain Rust): the rates and the sharing cost by least squares over several calls, each
+//! at its own pace; the rest, in which the price is linear or inverse-linear, from the price at
+//! two values of the quantity against the time.
 
 use crate::choose::{self, Model, TileRate};
 use crate::error::{Error, Result};
@@ -71,7 +72,8 @@ pub const RATE_SHAPE: (usize, usize, usize) = (8448, 8192, 4096);
 /// The calls the rates are fitted at: a few hundred to a few thousand rows against a long N,
 /// each way round, at a K of 48 blocks or more (where the rates hold the epilogue's share), the
 /// sizes at which the tiles compete. A tile's speed over many waves of a large call is not its
-/// speed there: the small tiles' operand traffic weighs more at a large call.
+/// speed there: at 8448×8192×4096 the small tiles ran 0.34–0.77 of the wide tile's speed (H100,
+/// 2026-12-07), far below the rates that pick well at the calls they compete at.
 pub const RATE_SHAPES: [(usize, usize, usize); 12] = [
     (192, 8192, 8192),
     (160, 12288, 6144),
