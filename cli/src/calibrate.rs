@@ -51,15 +51,7 @@ fn from_survey(path: &Path, sms: u32) -> Result<Model, String> {
 fn write(m: &Model, out: &Path) -> CliResult {
     let b = Model::BUILT_IN;
     println!("quantity          measured    built in");
-    for (name, x, y) in [
-        ("split_penalty", m.split_penalty, b.split_penalty),
-        ("epilogue_kb", m.epilogue_kb, b.epilogue_kb),
-        ("wide_kb_us", m.wide_kb_us, b.wide_kb_us),
-        ("dram_stream", m.dram_stream, b.dram_stream),
-        ("cta_stream", m.cta_stream, b.cta_stream),
-        ("fixup_us", m.fixup_us, b.fixup_us),
-        ("share_smaller", m.share_smaller, b.share_smaller),
-    ] {
+    for ((name, x), (_, y)) in m.scalars().into_iter().zip(b.scalars()) {
         println!("{name:<16} {x:>10.4} {y:>10.4}");
     }
     for r in m.rates.iter() {

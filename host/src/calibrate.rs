@@ -106,13 +106,11 @@ const WIDE: (u32, u32) = (128, 256);
 /// weighs there by their tile's rate and `auto` may take. Also what a recorded survey's whole
 /// timings at `op` give [`fit`] (`hgemm calibrate --survey`).
 pub fn rate_probes(kernels: &[&'static KernelSpec], op: &GemmOp, sms: u32, base: &Model) -> Vec<Probe> {
+    // Whole, `price` weighs each entry once, in `kernels`' order.
     let op = op.stream_k(false);
-    let weighed: Vec<_> =
-        choose::price(kernels.iter().copied(), &op, sms, base).filter(|p| p.eligible && p.priced_by_rate()).collect();
-    kernels
-        .iter()
-        .filter(|s| weighed.iter().any(|p| p.spec.name == s.name))
-        .map(|&kernel| Probe { quantity: Quantity::Rate, kernel, op })
+    choose::price(kernels.iter().copied(), &op, sms, base)
+        .filter(|p| p.eligible && p.priced_by_rate())
+        .map(|p| Probe { quantity: Quantity::Rate, kernel: p.spec, op })
         .collect()
 }
 
@@ -543,15 +541,7 @@ mod tests {
             };
             assert!(close(f.rate, want), "{}×{}: {} against {want}", r.tile_m, r.tile_n, f.rate);
         }
-        for (name, f, t) in [
-            ("wide_kb_us", fitted.wide_kb_us, truth.wide_kb_us),
-            ("epilogue_kb", fitted.epilogue_kb, truth.epilogue_kb),
-            ("split_penalty", fitted.split_penalty, truth.split_penalty),
-            ("dram_stream", fitted.dram_stream, truth.dram_stream),
-            ("cta_stream", fitted.cta_stream, truth.cta_stream),
-            ("fixup_us", fitted.fixup_us, truth.fixup_us),
-            ("share_smaller", fitted.share_smaller, truth.share_smaller),
-        ] {
+        for ((name, f), (_, t)) in fitted.scalars().into_iter().zip(truth.scalars()) {
             assert!(close(f, t), "{name}: fitted {f}, true {t}");
         }
         assert_eq!(fitted.check(hopper().into_iter()), Ok(()));

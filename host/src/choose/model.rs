@@ -9,8 +9,8 @@ use std::borrow::Cow;
 
 /// What `auto`'s price knows of the machine: each tile shape's rate, the cost of splitting K,
 /// the epilogue's share at a short K, what DRAM and one CTA stream, and what pairs sharing the
-/// smaller operand lose. The SM count, which sets
-/// the waves, is the device's (or the call's budget), not the model's.
+/// smaller operand lose. The SM count, which sets the waves, is the device's (or the call's
+/// budget), not the model's.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Model {
@@ -149,21 +149,35 @@ impl Model {
         self.rates.iter().find(|r| (r.tile_m, r.tile_n) == (tile_m, tile_n)).map(|r| r.rate)
     }
 
+    /// Every quantity but the rates, by its field's name, in the order of the fields.
+    pub fn scalars(&self) -> [(&'static str, f64); 7] {
+        [
+            ("split_penalty", self.split_penalty),
+            ("epilogue_kb", self.epilogue_kb),
+            ("wide_kb_us", self.wide_kb_us),
+            ("dram_stream", self.dram_stream),
+            ("cta_stream", self.cta_stream),
+            ("fixup_us", self.fixup_us),
+            ("share_smaller", self.share_smaller),
+        ]
+    }
+
     /// Whether `auto` can weigh every general entry of `kernels` with this model: a rate for each
     /// tile shape, and every quantity finite and positive (the split penalty and the rates at
     /// most 4, the penalty at least 1). [`Error::InvalidModel`] says what is wrong.
     pub fn check<'a>(&self, kernels: impl Iterator<Item = &'a KernelSpec>) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidModel(what));
-        let scalars = [
-            ("split_penalty", self.split_penalty, 1.0, 4.0),
-            ("epilogue_kb", self.epilogue_kb, 0.0, 64.0),
-            ("wide_kb_us", self.wide_kb_us, f64::MIN_POSITIVE, f64::MAX),
-            ("dram_stream", self.dram_stream, f64::MIN_POSITIVE, f64::MAX),
-            ("cta_stream", self.cta_stream, f64::MIN_POSITIVE, f64::MAX),
-            ("fixup_us", self.fixup_us, 0.0, f64::MAX),
-            ("share_smaller", self.share_smaller, 0.0, 1024.0),
+        // The bounds of each of `scalars`, in its order.
+        let bounds = [
+            (1.0, 4.0),
+            (0.0, 64.0),
+            (f64::MIN_POSITIVE, f64::MAX),
+            (f64::MIN_POSITIVE, f64::MAX),
+            (f64::MIN_POSITIVE, f64::MAX),
+            (0.0, f64::MAX),
+            (0.0, 1024.0),
         ];
-        for (name, v, lo, hi) in scalars {
+        for ((name, v), (lo, hi)) in self.scalars().into_iter().zip(bounds) {
             if !(lo..=hi).contains(&v) {
                 return bad(format!("{name} is {v}, outside {lo}..={hi}"));
             }
